@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SHA-256 digests (OpenSSL libcrypto EVP; the only file that includes the OpenSSL headers).
+ * Content addresses of chunks, manifests and whole files.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+	EOS_DIGEST_LEN = 32,
+	EOS_DIGEST_HEX_LEN = 64,
+};
+
+struct eos_digest {
+	uint8_t b[EOS_DIGEST_LEN];
+};
+
+/* Streaming context; opaque. */
+struct eos_sha256;
+
+/* One-shot digest of n bytes. Returns 0 or -ENOMEM / -EIO. */
+int eos_sha256(const void *p, size_t n, struct eos_digest *ret);
+
+/* Caller owns *ret; free with eos_sha256_free(). */
+int eos_sha256_new(struct eos_sha256 **ret);
+int eos_sha256_update(struct eos_sha256 *ctx, const void *p, size_t n);
+/* Finish and reset the context for reuse. */
+int eos_sha256_final(struct eos_sha256 *ctx, struct eos_digest *ret);
+void eos_sha256_free(struct eos_sha256 *ctx);
+
+/* Write 64 lowercase hex digits and a NUL into out (at least 65 bytes). */
+void eos_digest_hex(const struct eos_digest *d, char *out);
+/* Parse 64 hex digits. Returns 0 or -EINVAL. */
+int eos_digest_from_hex(const char *hex, struct eos_digest *ret);
+static inline bool
+eos_digest_eq(const struct eos_digest *a, const struct eos_digest *b)
+{
+	for (int i = 0; i < EOS_DIGEST_LEN; i++)
+		if (a->b[i] != b->b[i])
+			return false;
+	return true;
+}

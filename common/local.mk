@@ -1,0 +1,16 @@
+noinst_LIBRARIES += common/libeos-common.a
+common_libeos_common_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRYPTO_CFLAGS)
+common_libeos_common_a_SOURCES = \
+	common/error.c common/error.h \
+	common/cleanup.h \
+	common/log.c common/log.h \
+	common/path.c common/path.h \
+	common/buf.c common/buf.h \
+	common/digest.c common/digest.h \
+	common/json.c common/json.h \
+	common/failpoint.h \
+	common/endian.h
+if EOS_FAILPOINTS
+common_libeos_common_a_SOURCES += common/failpoint.c
+endif
+COMMON_LIBS = common/libeos-common.a $(JANSSON_LIBS) $(CRYPTO_LIBS)
