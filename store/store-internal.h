@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store internals shared by the store's modules (never included outside store/ and tests/).
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/cache.h"
+#include "store/kv.h"
+#include "store/store.h"
+
+enum {
+	EOS_STORE_FORMAT = 1,
+};
+
+struct eos_sandbox_cache_entry {
+	char id[EOS_SANDBOX_ID_MAX + 1];
+	uint64_t sbx;
+};
+
+struct eos_store {
+	char *dir;
+	int lock_fd; /* flock()ed dir/owner.lock, holds our pid */
+	struct eos_kv *kv;
+	struct eos_chunk_cache *cache;
+	int zstd_level;
+
+	/* Serialises every batch that reads then writes refs, heads, leases or meta. */
+	pthread_mutex_t write_lock;
+
+	/* Chunk-deletion exclusion: changesets pin, squash/destroy/gc take it exclusively. */
+	pthread_mutex_t pin_lock;
+	pthread_cond_t pin_cond;
+	unsigned pins;
+	bool exclusive;
+
+	/* id -> number cache (protected by sbx_lock). */
+	pthread_mutex_t sbx_lock;
+	struct eos_sandbox_cache_entry *sbx_cache;
+	size_t sbx_cache_n, sbx_cache_cap;
+};
+
+/* Pin the store against chunk deletion (changeset lifetime). Waits while exclusive. */
+void eos_store_pin(struct eos_store *st);
+void eos_store_unpin(struct eos_store *st);
+/* Wait until no pins and take the exclusive side (squash, destroy, gc). */
+void eos_store_exclusive_begin(struct eos_store *st);
+void eos_store_exclusive_end(struct eos_store *st);
+
+/* Current time in ns since the epoch (CLOCK_REALTIME). */
+int64_t eos_store_now_ns(void);

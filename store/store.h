@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The eos store: every sandbox's LayerStack in one RocksDB database (see doc/store-format.md).
+ *
+ * Vocabulary. A sandbox (id "eos-<hex>" or a caller-chosen id) is one imported tree plus its
+ * history. A version is a layer number (1 = the import, the "base"); its id is "L000001". The head
+ * is the newest version. A lease pins a version so that squash keeps it readable. Paths are tree
+ * paths as in common/path.h: relative, '/'-separated, the root is "".
+ *
+ * Calling sequence.
+ *	eos_store_open()                       one process owns a store directory at a time
+ *	  reads: eos_store_stat/readdir/readlink/file_open at any retained version
+ *	  writes: eos_changeset_new() → stage (put_file_*, mkdir, symlink, link, remove, set_attr)
+ *	          → eos_changeset_commit() → eos_changeset_free()
+ *	  maintenance: squash, gc, destroy, fsck
+ *	eos_store_close()
+ *
+ * Threads. A struct eos_store may be used from any number of threads at once. Reads never block
+ * writers (RocksDB snapshots / MVCC keys). Content staging (hashing, chunking, compression, chunk
+ * writes) runs in the caller's thread without any store lock, so many threads may stage into one
+ * changeset concurrently. Commits of all sandboxes serialise on one short writer lock (only
+ * re-checks and one synced WriteBatch run under it). Squash, destroy and gc delete chunks; they
+ * wait until no changeset is alive and block new changesets while they run: never call them from
+ * a thread that holds a changeset.
+ *
+ * Errors. Every function returns 0 (or a count) on success and a negative errno on failure, and
+ * fills the optional `err` with a message naming the subject. ENOENT: no such sandbox, version or
+ * path; EBADMSG: corrupt data (the message names the digest or key); ESTALE: the expected base is
+ * no longer the head; EBUSY: the store is owned by another process (message names its pid);
+ * EPROTONOSUPPORT: the store has a newer format; EINVAL: bad argument (message names it).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/cleanup.h"
+#include "common/digest.h"
+#include "common/error.h"
+
+enum {
+	EOS_SANDBOX_ID_MAX = 64, /* [A-Za-z0-9._-], first character alphanumeric */
+	EOS_LEASE_NAME_MAX = 128,
+	EOS_OWNER_MAX = 200,
+	EOS_LAYER_ID_LEN = 16, /* buffer size for "L000001" forms, NUL included */
+	EOS_INLINE_MAX = 256,  /* files up to this size live inside their entry */
+	EOS_XATTR_VALUE_MAX = 65536,
+};
+
+/* What a path is. Values are stored on disk: never renumber. */
+enum eos_kind {
+	EOS_KIND_NONE = 0, /* not present (lookup found nothing or a whiteout) */
+	EOS_KIND_DIR = 1,
+	EOS_KIND_FILE = 2,
+	EOS_KIND_SYMLINK = 3,
+	EOS_KIND_WHITEOUT = 4, /* deletion marker; never returned by stat/readdir */
+};
+
+/* Where a file's bytes are. Values are stored on disk: never renumber. */
+enum eos_content_kind {
+	EOS_CONTENT_NONE = 0,	  /* directory, symlink or whiteout */
+	EOS_CONTENT_INLINE = 1,	  /* bytes inside the entry (size <= EOS_INLINE_MAX) */
+	EOS_CONTENT_CHUNK = 2,	  /* exactly one chunk; its key is the file digest */
+	EOS_CONTENT_MANIFEST = 3, /* a chunk list in the manifests CF, keyed by the file digest */
+};
+
+/* A file's content reference: what an entry stores. Plain value type. */
+struct eos_content {
+	enum eos_content_kind kind;
+	uint64_t size;
+	struct eos_digest digest; /* SHA-256 of the whole content (also for inline data) */
+	uint32_t inline_len;
+	uint8_t inline_data[EOS_INLINE_MAX];
+};
+
+/* Attributes a caller sets on an entry. mode holds permission bits (07777) only. */
+struct eos_attr {
+	uint32_t mode;
+	uint32_t uid;
+	uint32_t gid;
+	int64_t mtime_ns; /* nanoseconds since the epoch */
+};
+
+/* What stat and readdir report about a visible path. Plain value type. */
+struct eos_stat {
+	enum eos_kind kind;
+	struct eos_attr attr;
+	uint64_t version;    /* the version that wrote this entry */
+	uint64_t floor;	     /* directories: child versions below this are invisible */
+	uint64_t link_group; /* hard-link group (0 = none); members share content and attr */
+	uint64_t size;	     /* file: content size; symlink: target length; dir: 0 */
+	uint32_t nxattrs;
+	struct eos_content content; /* files only */
+};
+
+struct eos_store_options {
+	size_t cache_bytes; /* decompressed-chunk LRU; 0 = default (256 MiB) */
+	unsigned threads;   /* RocksDB background threads; 0 = number of cores */
+	int zstd_level;	    /* 0 = default (3) */
+	bool create;	    /* create the store directory when missing */
+};
+
+struct eos_store;
+struct eos_file;
+struct eos_changeset;
+
+/* --- store ------------------------------------------------------------------------------------ */
+
+/*
+ * Open (and with opts->create, create) the store in directory dir. Takes the owner lock
+ * dir/owner.lock; when another process holds it, fails with -EBUSY naming that pid. Refuses a
+ * store whose format is newer than this build's (-EPROTONOSUPPORT). opts may be NULL.
+ * Caller owns *ret; close with eos_store_close().
+ */
+int eos_store_open(const char *dir, const struct eos_store_options *opts, struct eos_store **ret,
+		   struct eos_error *err);
+/* Close and release the owner lock. NULL-safe. No changeset or file may be alive. */
+void eos_store_close(struct eos_store *st);
+EOS_DEFINE_CLEANUP(struct eos_store *, eos_store_close)
+
+/* The on-disk format number this build writes and reads. */
+unsigned eos_store_format_version(void);
+
+/* --- layer ids -------------------------------------------------------------------------------- */
+
+/* Format version v as "L000001" (at least 6 digits) into out[EOS_LAYER_ID_LEN]. */
+void eos_layer_id_format(uint64_t v, char *out);
+/* Parse "L000001", "L1" or "1". Returns 0 or -EINVAL. */
+int eos_layer_id_parse(const char *s, uint64_t *ret);
+
+/* --- sandboxes -------------------------------------------------------------------------------- */
+
+struct eos_sandbox_info {
+	char id[EOS_SANDBOX_ID_MAX + 1];
+	char source[256]; /* what was imported ("dir:/usr/include", "tar:x.tar.zst"), truncated */
+	uint64_t head;
+	uint64_t base;	 /* oldest retained version */
+	uint64_t layers; /* number of retained layers */
+	int64_t created_ns;
+};
+
+/* Check a sandbox id ("" and bad characters rejected, with a message naming the id). */
+int eos_sandbox_id_check(const char *id, struct eos_error *err);
+/* Fill *ret for sandbox id, or -ENOENT. */
+int eos_store_sandbox_get(struct eos_store *st, const char *id, struct eos_sandbox_info *ret,
+			  struct eos_error *err);
+/* List all sandboxes sorted by id. Caller owns *ret (free()). */
+int eos_store_sandbox_list(struct eos_store *st, struct eos_sandbox_info **ret, size_t *ret_n,
+			   struct eos_error *err);
+/*
+ * Delete the sandbox: all its entries, layers, leases, sessions, blame and observations in one
+ * synced batch, dropping its chunk references (chunks reaching zero are deleted in that batch).
+ */
+int eos_store_sandbox_destroy(struct eos_store *st, const char *id, struct eos_error *err);
+
+/* --- layers ----------------------------------------------------------------------------------- */
+
+struct eos_layer_info {
+	uint64_t version;
+	uint64_t parent;	/* previous retained version, 0 for the base */
+	uint64_t squashed_from; /* when squash folded versions (squashed_from..version-1) in; else 0
+				 */
+	int64_t created_ns;
+	char owner[EOS_OWNER_MAX + 1]; /* "import", "workspace_session:ws-1", "operation:req-9" */
+	uint64_t created;	       /* paths created */
+	uint64_t modified;	       /* paths whose content, type or attributes changed */
+	uint64_t deleted;	       /* paths deleted */
+	uint64_t bytes;		       /* bytes of file content written by this layer */
+};
+
+/* The layer record of version v, or -ENOENT (naming the squash that removed it, if any). */
+int eos_store_layer_get(struct eos_store *st, const char *sandbox, uint64_t v,
+			struct eos_layer_info *ret, struct eos_error *err);
+/* All retained layers, oldest first. Caller owns *ret (free()). */
+int eos_store_layer_list(struct eos_store *st, const char *sandbox, struct eos_layer_info **ret,
+			 size_t *ret_n, struct eos_error *err);
+
+/* --- leases ----------------------------------------------------------------------------------- */
+
+struct eos_lease_info {
+	char name[EOS_LEASE_NAME_MAX + 1];
+	uint64_t version;
+	int64_t created_ns;
+};
+
+/*
+ * Pin version v (0 = the current head) under name, persisted (a restart keeps it). Re-acquiring
+ * an existing name moves it. *ret_version (may be NULL) receives the pinned version.
+ */
+int eos_store_lease_acquire(struct eos_store *st, const char *sandbox, const char *name, uint64_t v,
+			    uint64_t *ret_version, struct eos_error *err);
+/* Drop the lease; -ENOENT when there is none of that name. */
+int eos_store_lease_release(struct eos_store *st, const char *sandbox, const char *name,
+			    struct eos_error *err);
+/* All leases of the sandbox, sorted by name. Caller owns *ret (free()). */
+int eos_store_lease_list(struct eos_store *st, const char *sandbox, struct eos_lease_info **ret,
+			 size_t *ret_n, struct eos_error *err);
+
+/* --- reading ---------------------------------------------------------------------------------- */
+
+/*
+ * Resolve path at version v (0 = head): one seek per path component. -ENOENT when absent,
+ * -ENOTDIR when a component is not a directory, -ENOENT naming the squash when v is not retained.
+ */
+int eos_store_stat(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
+		   struct eos_stat *ret, struct eos_error *err);
+
+/*
+ * Resolve one name inside directory dir_path whose stat the caller already holds (dir), at
+ * version v: exactly one seek. The FUSE view's lookup. Returns -ENOENT when absent.
+ */
+int eos_store_lookup_child(struct eos_store *st, const char *sandbox, uint64_t v,
+			   const char *dir_path, const struct eos_stat *dir, const char *name,
+			   struct eos_stat *ret, struct eos_error *err);
+
+/* Called once per visible child, in byte order of names; return non-zero to stop early. */
+typedef int (*eos_readdir_fn)(void *ctx, const char *name, const struct eos_stat *st);
+
+/*
+ * List directory path at version v with one prefix scan. Calls fn per visible child (whiteouts
+ * and entries below the directory's floor are skipped). Returns 0, fn's non-zero value, or -errno.
+ * start_after (may be NULL) resumes after that name.
+ */
+int eos_store_readdir(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
+		      const char *start_after, eos_readdir_fn fn, void *ctx, struct eos_error *err);
+
+/* Symlink target of path at v. Caller owns *ret (free()). */
+int eos_store_readlink(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
+		       char **ret, struct eos_error *err);
+
+/* Extended attributes of path at v: names and values. Caller owns the callback's nothing. */
+typedef int (*eos_xattr_fn)(void *ctx, const char *name, const void *value, size_t len);
+int eos_store_xattrs(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
+		     eos_xattr_fn fn, void *ctx, struct eos_error *err);
+
+/* Open the file at path, version v, for reading. Caller owns *ret; eos_file_close(). */
+int eos_store_file_open(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
+			struct eos_file **ret, struct eos_error *err);
+/* Open content directly (the FUSE view holds the stat). Copies c. */
+int eos_store_file_open_content(struct eos_store *st, const struct eos_content *c,
+				struct eos_file **ret, struct eos_error *err);
+uint64_t eos_file_size(const struct eos_file *f);
+/*
+ * Read up to len bytes at offset off into buf; decompresses only the chunks that overlap the
+ * range (through the chunk cache). Returns the number of bytes read (0 at or past the end), or
+ * -EBADMSG naming the digest when a chunk is corrupt. Thread-safe for one file handle.
+ */
+ssize_t eos_file_pread(struct eos_file *f, void *buf, size_t len, uint64_t off,
+		       struct eos_error *err);
+void eos_file_close(struct eos_file *f);
+EOS_DEFINE_CLEANUP(struct eos_file *, eos_file_close)
+
+/* --- writing: change sets --------------------------------------------------------------------- */
+
+/*
+ * A change set is one future layer. Calling sequence:
+ *	eos_changeset_new()            or eos_changeset_new_sandbox() to create a sandbox
+ *	eos_changeset_put_file_*()     stage content: hashes, chunks, compresses and writes chunks
+ *now, eos_changeset_mkdir() …        in the calling thread, without any store lock; thread-safe:
+ *	                               several threads may stage into one change set at once
+ *	eos_changeset_commit()         under the writer lock: re-read head, validate, one synced
+ *batch eos_changeset_free()           always; freeing without commit aborts (staged chunks become
+ *	                               garbage that eos_store_gc() reclaims)
+ * A path may be staged at most once per change set (-EEXIST naming it). All path arguments are
+ * copied; they must pass eos_path_check().
+ */
+int eos_changeset_new(struct eos_store *st, const char *sandbox, struct eos_changeset **ret,
+		      struct eos_error *err);
+/*
+ * A change set that creates sandbox id (NULL = generate "eos-<12 hex>") when committed, with
+ * root directory attributes root and the given source description. Commit fails with -EEXIST
+ * when the id exists. The id is available at once through eos_changeset_sandbox().
+ */
+int eos_changeset_new_sandbox(struct eos_store *st, const char *id, const char *source,
+			      const struct eos_attr *root, struct eos_changeset **ret,
+			      struct eos_error *err);
+const char *eos_changeset_sandbox(const struct eos_changeset *cs);
+/* Who the layer belongs to ("import", "workspace_session:ws-1", …). Copies owner. */
+int eos_changeset_set_owner(struct eos_changeset *cs, const char *owner, struct eos_error *err);
+
+/* Create or replace a regular file with len bytes from data. */
+int eos_changeset_put_file_mem(struct eos_changeset *cs, const char *path,
+			       const struct eos_attr *attr, const void *data, size_t len,
+			       struct eos_error *err);
+/* Create or replace a regular file with the bytes of fd from its current offset to EOF. */
+int eos_changeset_put_file_fd(struct eos_changeset *cs, const char *path,
+			      const struct eos_attr *attr, int fd, struct eos_error *err);
+/* Create or replace a regular file with content already in the store (e.g. from a stat). */
+int eos_changeset_put_file_content(struct eos_changeset *cs, const char *path,
+				   const struct eos_attr *attr, const struct eos_content *c,
+				   struct eos_error *err);
+/*
+ * Create a directory, or update the attributes of an existing one. With opaque, the directory
+ * replaces whatever was there: its floor becomes the new version, hiding all older children.
+ */
+int eos_changeset_mkdir(struct eos_changeset *cs, const char *path, const struct eos_attr *attr,
+			bool opaque, struct eos_error *err);
+int eos_changeset_symlink(struct eos_changeset *cs, const char *path, const struct eos_attr *attr,
+			  const char *target, struct eos_error *err);
+/* Make path a hard link of target (staged in this change set or present at the head). */
+int eos_changeset_link(struct eos_changeset *cs, const char *path, const char *target,
+		       struct eos_error *err);
+/* Delete path (and, for a directory, everything below it) with one whiteout. */
+int eos_changeset_remove(struct eos_changeset *cs, const char *path, struct eos_error *err);
+/* Change only the attributes of an existing path (content kept). */
+int eos_changeset_set_attr(struct eos_changeset *cs, const char *path, const struct eos_attr *attr,
+			   struct eos_error *err);
+/* Set (value != NULL) or remove (value == NULL) one xattr of a path staged in this change set. */
+int eos_changeset_set_xattr(struct eos_changeset *cs, const char *path, const char *name,
+			    const void *value, size_t len, struct eos_error *err);
+
+struct eos_commit_result {
+	uint64_t version; /* the new head; 0 when nothing changed (no layer written) */
+	uint64_t created, modified, deleted, bytes;
+};
+
+/*
+ * Validate against the current head and write one synced batch: entries, refs, layer record,
+ * head (and the sandbox record for a new sandbox). expected_head != 0 makes the commit fail with
+ * -ESTALE when the head moved. A change set that changes nothing writes nothing and reports
+ * version 0. On any failure nothing is written. A change set can be committed once.
+ */
+int eos_changeset_commit(struct eos_changeset *cs, uint64_t expected_head,
+			 struct eos_commit_result *ret, struct eos_error *err);
+/* Release the change set (aborting it when not committed). NULL-safe. */
+void eos_changeset_free(struct eos_changeset *cs);
+EOS_DEFINE_CLEANUP(struct eos_changeset *, eos_changeset_free)
+
+/* --- import ----------------------------------------------------------------------------------- */
+
+struct eos_import_options {
+	const char *sandbox; /* id to create; NULL = generated */
+	unsigned threads;    /* 0 = number of cores */
+	/* progress callback (may be NULL): files and bytes done so far; called from one thread */
+	void (*progress)(void *ctx, uint64_t files, uint64_t bytes);
+	void *progress_ctx;
+};
+
+struct eos_import_result {
+	char sandbox[EOS_SANDBOX_ID_MAX + 1];
+	uint64_t version;
+	uint64_t files, dirs, symlinks, hardlinks, bytes;
+};
+
+/*
+ * Import a host directory tree, or a .tar / .tar.zst / .tar.gz / .tar.xz archive (by content,
+ * not name), as a new sandbox whose base layer is version 1. Regular files, directories, symlinks,
+ * hard links, permission bits, uid/gid and mtimes are kept. Fifos, sockets and devices are refused
+ * (-EINVAL, the message lists their paths), as are unreadable files (-EACCES, listed). Either the
+ * whole sandbox is committed or nothing is.
+ */
+int eos_store_import(struct eos_store *st, const char *src, const struct eos_import_options *opts,
+		     struct eos_import_result *ret, struct eos_error *err);
+
+/* --- maintenance ------------------------------------------------------------------------------ */
+
+struct eos_squash_result {
+	uint64_t layers_removed;
+	uint64_t entries_removed;
+	uint64_t chunks_freed;
+	uint64_t bytes_freed; /* stored (compressed) bytes of freed chunks */
+};
+
+/*
+ * Fold every run of layers that neither the head nor a lease needs into the next retained layer:
+ * delete entry versions no retained version can see, drop their chunk references (freeing chunks
+ * that reach zero) and record the squashed range. Every retained version reads byte-identically
+ * before and after. One synced batch.
+ */
+int eos_store_squash(struct eos_store *st, const char *sandbox, struct eos_squash_result *ret,
+		     struct eos_error *err);
+
+/* Delete chunks and manifests that no reference count covers (left by aborted stagings). */
+int eos_store_gc(struct eos_store *st, uint64_t *ret_freed, struct eos_error *err);
+
+enum eos_fsck_flags {
+	EOS_FSCK_VERIFY_CHUNKS = 1 << 0, /* decode every chunk and compare its digest (slow) */
+};
+
+/* Called for every violation found; kind is a short tag ("refcount", "missing-chunk", …). */
+typedef void (*eos_fsck_fn)(void *ctx, const char *kind, const char *message);
+
+struct eos_fsck_result {
+	uint64_t violations;
+	uint64_t entries, chunks, manifests, sandboxes;
+	uint64_t garbage_chunks; /* unreferenced chunks: not a violation, reclaimable by gc */
+};
+
+/* Check every invariant (doc/store-format.md, "Invariants"). Returns 0 even with violations. */
+int eos_store_fsck(struct eos_store *st, enum eos_fsck_flags flags, eos_fsck_fn fn, void *ctx,
+		   struct eos_fsck_result *ret, struct eos_error *err);
+
+struct eos_store_stats {
+	uint64_t sandboxes;
+	uint64_t chunks, chunk_raw_bytes, chunk_stored_bytes;
+	uint64_t manifests, entries;
+	uint64_t disk_bytes; /* SST + blob + WAL files on disk */
+	uint64_t cache_hits, cache_misses;
+};
+
+/* Counts by scanning (chunks, entries) and RocksDB properties (disk). Flushes memtables first. */
+int eos_store_stats(struct eos_store *st, struct eos_store_stats *ret, struct eos_error *err);
