@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+#include "store/cache.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "common/endian.h"
+
+enum {
+	CACHE_SHARDS = 16,
+	CACHE_SHARD_BITS = 4,
+	CACHE_MIN_BUCKETS = 64,
+};
+
+/*
+ * A cache entry. The cache holds one reference while the entry is linked into its shard; every
+ * reader holds one more. The last unref frees it, so an evicted chunk stays valid for readers.
+ */
+struct cache_entry {
+	struct eos_cached_chunk pub; /* first: readers see only this */
+	atomic_uint refs;
+	struct eos_digest digest;
+	uint8_t *data;		   /* owned; pub.data points here */
+	struct cache_entry *hnext; /* hash chain; protected by the shard mutex */
+	struct cache_entry *prev;  /* LRU list, most recent at head; protected by the shard mutex */
+	struct cache_entry *next;
+};
+
+struct cache_shard {
+	pthread_mutex_t lock;
+	struct cache_entry **buckets; /* nbuckets chains, a power of two */
+	size_t nbuckets;
+	size_t count;
+	size_t bytes;
+	size_t capacity;
+	struct cache_entry *head, *tail;
+};
+
+struct eos_chunk_cache {
+	size_t capacity;
+	atomic_uint_fast64_t hits;
+	atomic_uint_fast64_t misses;
+	struct cache_shard shards[CACHE_SHARDS];
+};
+
+static uint64_t
+digest_hash(const struct eos_digest *d)
+{
+	return eos_get_le64(d->b);
+}
+
+static struct cache_shard *
+shard_of(struct eos_chunk_cache *c, uint64_t h)
+{
+	return &c->shards[h & (CACHE_SHARDS - 1)];
+}
+
+static size_t
+bucket_of(const struct cache_shard *s, uint64_t h)
+{
+	return (size_t)(h >> CACHE_SHARD_BITS) & (s->nbuckets - 1);
+}
+
+static void
+entry_free(struct cache_entry *e)
+{
+	free(e->data);
+	free(e);
+}
+
+static void
+entry_unref(struct cache_entry *e)
+{
+	if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1)
+		entry_free(e);
+}
+
+static void
+entry_ref(struct cache_entry *e)
+{
+	atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+}
+
+void
+eos_cached_chunk_unref(struct eos_cached_chunk *ch)
+{
+	if (ch)
+		entry_unref((struct cache_entry *)ch);
+}
+
+int
+eos_chunk_cache_new(size_t capacity_bytes, struct eos_chunk_cache **ret)
+{
+	struct eos_chunk_cache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->capacity = capacity_bytes;
+	atomic_init(&c->hits, 0);
+	atomic_init(&c->misses, 0);
+	for (int i = 0; i < CACHE_SHARDS; i++) {
+		struct cache_shard *s = &c->shards[i];
+
+		pthread_mutex_init(&s->lock, NULL);
+		s->capacity = capacity_bytes / CACHE_SHARDS;
+	}
+	*ret = c;
+	return 0;
+}
+
+static void
+shard_release(struct cache_shard *s)
+{
+	struct cache_entry *e = s->head;
+
+	while (e) {
+		struct cache_entry *next = e->next;
+
+		entry_unref(e);
+		e = next;
+	}
+	free(s->buckets);
+	pthread_mutex_destroy(&s->lock);
+}
+
+void
+eos_chunk_cache_free(struct eos_chunk_cache *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < CACHE_SHARDS; i++)
+		shard_release(&c->shards[i]);
+	free(c);
+}
+
+static struct cache_entry *
+shard_find(const struct cache_shard *s, const struct eos_digest *d, uint64_t h)
+{
+	if (!s->buckets)
+		return NULL;
+	for (struct cache_entry *e = s->buckets[bucket_of(s, h)]; e; e = e->hnext)
+		if (eos_digest_eq(&e->digest, d))
+			return e;
+	return NULL;
+}
+
+static void
+lru_unlink(struct cache_shard *s, struct cache_entry *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		s->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		s->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void
+lru_push_front(struct cache_shard *s, struct cache_entry *e)
+{
+	e->prev = NULL;
+	e->next = s->head;
+	if (s->head)
+		s->head->prev = e;
+	s->head = e;
+	if (!s->tail)
+		s->tail = e;
+}
+
+int
+eos_chunk_cache_get(struct eos_chunk_cache *c, const struct eos_digest *d,
+		    struct eos_cached_chunk **ret)
+{
+	uint64_t h = digest_hash(d);
+	struct cache_shard *s = shard_of(c, h);
+	struct cache_entry *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = shard_find(s, d, h);
+	if (e) {
+		entry_ref(e);
+		lru_unlink(s, e);
+		lru_push_front(s, e);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (!e) {
+		atomic_fetch_add_explicit(&c->misses, 1, memory_order_relaxed);
+		return -ENOENT;
+	}
+	atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+	*ret = &e->pub;
+	return 0;
+}
+
+/* Double the bucket array when the load factor exceeds 1 (best effort: stays on -ENOMEM). */
+static void
+shard_grow(struct cache_shard *s)
+{
+	size_t n = s->nbuckets ? s->nbuckets * 2 : CACHE_MIN_BUCKETS;
+	struct cache_entry **b;
+
+	if (s->count < s->nbuckets)
+		return;
+	b = calloc(n, sizeof(*b));
+	if (!b)
+		return;
+	for (size_t i = 0; i < s->nbuckets; i++) {
+		struct cache_entry *e = s->buckets[i];
+
+		while (e) {
+			struct cache_entry *next = e->hnext;
+			size_t j = (size_t)(digest_hash(&e->digest) >> CACHE_SHARD_BITS) & (n - 1);
+
+			e->hnext = b[j];
+			b[j] = e;
+			e = next;
+		}
+	}
+	free(s->buckets);
+	s->buckets = b;
+	s->nbuckets = n;
+}
+
+static void
+shard_remove(struct cache_shard *s, struct cache_entry *e)
+{
+	struct cache_entry **pp = &s->buckets[bucket_of(s, digest_hash(&e->digest))];
+
+	while (*pp != e)
+		pp = &(*pp)->hnext;
+	*pp = e->hnext;
+	lru_unlink(s, e);
+	s->count--;
+	s->bytes -= e->pub.len;
+	entry_unref(e);
+}
+
+static void
+shard_evict(struct cache_shard *s)
+{
+	while (s->bytes > s->capacity && s->tail)
+		shard_remove(s, s->tail);
+}
+
+static struct cache_entry *
+entry_new(const struct eos_digest *d, uint8_t *data, size_t len)
+{
+	struct cache_entry *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->digest = *d;
+	e->data = data;
+	e->pub.data = data;
+	e->pub.len = len;
+	atomic_init(&e->refs, 1);
+	return e;
+}
+
+/* Link e (one reference for the caller already) unless d is cached; returns the winner. */
+static struct cache_entry *
+shard_insert(struct cache_shard *s, struct cache_entry *e, uint64_t h)
+{
+	struct cache_entry *old;
+
+	pthread_mutex_lock(&s->lock);
+	old = shard_find(s, &e->digest, h);
+	if (old) {
+		entry_ref(old);
+		pthread_mutex_unlock(&s->lock);
+		entry_unref(e);
+		return old;
+	}
+	shard_grow(s);
+	if (s->buckets) {
+		size_t b = bucket_of(s, h);
+
+		entry_ref(e);
+		e->hnext = s->buckets[b];
+		s->buckets[b] = e;
+		lru_push_front(s, e);
+		s->count++;
+		s->bytes += e->pub.len;
+		shard_evict(s);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return e;
+}
+
+int
+eos_chunk_cache_put(struct eos_chunk_cache *c, const struct eos_digest *d, uint8_t *data,
+		    size_t len, struct eos_cached_chunk **ret)
+{
+	uint64_t h = digest_hash(d);
+	struct cache_shard *s = shard_of(c, h);
+	struct cache_entry *e = entry_new(d, data, len);
+
+	if (!e) {
+		free(data);
+		return -ENOMEM;
+	}
+	/* Chunks larger than a shard are handed back uncached rather than flushing the shard. */
+	if (c->capacity > 0 && len <= s->capacity)
+		e = shard_insert(s, e, h);
+	*ret = &e->pub;
+	return 0;
+}
+
+void
+eos_chunk_cache_counters(const struct eos_chunk_cache *c, uint64_t *ret_hits, uint64_t *ret_misses)
+{
+	if (ret_hits)
+		*ret_hits = atomic_load_explicit(&c->hits, memory_order_relaxed);
+	if (ret_misses)
+		*ret_misses = atomic_load_explicit(&c->misses, memory_order_relaxed);
+}

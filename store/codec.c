@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+#include "store/codec.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/types.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "common/endian.h"
+
+/*
+ * One compression and one decompression context per thread, created on first use and freed by
+ * the pthread key destructors when the thread exits.
+ */
+static pthread_key_t cctx_key;
+static pthread_key_t dctx_key;
+static pthread_once_t keys_once = PTHREAD_ONCE_INIT;
+static int keys_status;
+
+static void
+free_cctx(void *p)
+{
+	ZSTD_freeCCtx(p);
+}
+
+static void
+free_dctx(void *p)
+{
+	ZSTD_freeDCtx(p);
+}
+
+static void
+create_keys(void)
+{
+	if (pthread_key_create(&cctx_key, free_cctx) != 0) {
+		keys_status = -EAGAIN;
+		return;
+	}
+	if (pthread_key_create(&dctx_key, free_dctx) != 0)
+		keys_status = -EAGAIN;
+}
+
+static ZSTD_CCtx *
+thread_cctx(void)
+{
+	ZSTD_CCtx *c;
+
+	if (pthread_once(&keys_once, create_keys) != 0 || keys_status < 0)
+		return NULL;
+	c = pthread_getspecific(cctx_key);
+	if (c)
+		return c;
+	c = ZSTD_createCCtx();
+	if (c && pthread_setspecific(cctx_key, c) != 0) {
+		ZSTD_freeCCtx(c);
+		return NULL;
+	}
+	return c;
+}
+
+static ZSTD_DCtx *
+thread_dctx(void)
+{
+	ZSTD_DCtx *d;
+
+	if (pthread_once(&keys_once, create_keys) != 0 || keys_status < 0)
+		return NULL;
+	d = pthread_getspecific(dctx_key);
+	if (d)
+		return d;
+	d = ZSTD_createDCtx();
+	if (d && pthread_setspecific(dctx_key, d) != 0) {
+		ZSTD_freeDCtx(d);
+		return NULL;
+	}
+	return d;
+}
+
+static void
+put_header(uint8_t *p, enum eos_codec_id codec, uint32_t raw_len)
+{
+	p[0] = EOS_CODEC_MAGIC;
+	p[1] = EOS_CODEC_FORMAT;
+	p[2] = (uint8_t)codec;
+	p[3] = 0;
+	eos_put_le32(p + 4, raw_len);
+}
+
+/* Compress into out after its header; returns the payload size, 0 when not smaller, or -errno. */
+static ssize_t
+compress_payload(const void *raw, size_t n, int level, uint8_t *dst, size_t cap)
+{
+	ZSTD_CCtx *cctx = thread_cctx();
+	size_t z;
+
+	if (!cctx)
+		return -ENOMEM;
+	z = ZSTD_compressCCtx(cctx, dst, cap, raw, n, level);
+	if (ZSTD_isError(z))
+		return ZSTD_getErrorCode(z) == ZSTD_error_memory_allocation ? -ENOMEM : -EIO;
+	return z < n ? (ssize_t)z : 0;
+}
+
+int
+eos_codec_encode(const void *raw, size_t n, int level, struct eos_buf *out)
+{
+	size_t start = out->len, bound = ZSTD_compressBound(n);
+	ssize_t z;
+	int r;
+
+	if (n > UINT32_MAX || ZSTD_isError(bound))
+		return -EFBIG;
+	r = eos_buf_reserve(out, EOS_CODEC_HEADER_LEN + bound);
+	if (r < 0)
+		return r;
+	z = compress_payload(raw, n, level, out->data + start + EOS_CODEC_HEADER_LEN, bound);
+	if (z < 0)
+		return (int)z;
+	if (z > 0) {
+		put_header(out->data + start, EOS_CODEC_ZSTD, (uint32_t)n);
+		out->len = start + EOS_CODEC_HEADER_LEN + (size_t)z;
+		out->data[out->len] = '\0';
+		return 0;
+	}
+	put_header(out->data + start, EOS_CODEC_RAW, (uint32_t)n);
+	out->len = start + EOS_CODEC_HEADER_LEN;
+	return eos_buf_append(out, raw, n);
+}
+
+/* Parse and check the header: 0 with codec and raw length, or -EBADMSG with what is wrong. */
+static int
+parse_header(const uint8_t *p, size_t n, enum eos_codec_id *ret_codec, uint32_t *ret_len,
+	     const char **ret_what)
+{
+	if (n < EOS_CODEC_HEADER_LEN) {
+		*ret_what = "truncated frame header";
+		return -EBADMSG;
+	}
+	if (p[0] != EOS_CODEC_MAGIC || p[1] != EOS_CODEC_FORMAT || p[3] != 0) {
+		*ret_what = "bad frame header";
+		return -EBADMSG;
+	}
+	switch ((enum eos_codec_id)p[2]) {
+	case EOS_CODEC_RAW:
+	case EOS_CODEC_ZSTD:
+		*ret_codec = (enum eos_codec_id)p[2];
+		*ret_len = eos_get_le32(p + 4);
+		return 0;
+	}
+	*ret_what = "unknown codec";
+	return -EBADMSG;
+}
+
+int
+eos_codec_raw_len(const void *frame, size_t n, uint32_t *ret)
+{
+	enum eos_codec_id codec;
+	const char *what;
+
+	return parse_header(frame, n, &codec, ret, &what);
+}
+
+static int
+bad_chunk(struct eos_error *err, const struct eos_digest *d, const char *what)
+{
+	char hex[EOS_DIGEST_HEX_LEN + 1];
+
+	eos_digest_hex(d, hex);
+	return eos_error_set(err, -EBADMSG, "chunk '%s': %s", hex, what);
+}
+
+/* Decompress a zstd payload of exactly raw_len bytes into out->data; 0 or -EBADMSG/-ENOMEM. */
+static int
+decompress_payload(const uint8_t *p, size_t n, uint32_t raw_len, struct eos_buf *out,
+		   const char **ret_what)
+{
+	ZSTD_DCtx *dctx = thread_dctx();
+	unsigned long long content = ZSTD_getFrameContentSize(p, n);
+	size_t z;
+
+	if (!dctx)
+		return -ENOMEM;
+	/* The encoder always records the content size: it bounds the allocation below. */
+	if (content != raw_len) {
+		*ret_what = "zstd frame size does not match the header";
+		return -EBADMSG;
+	}
+	if (eos_buf_reserve(out, raw_len) < 0)
+		return -ENOMEM;
+	z = ZSTD_decompressDCtx(dctx, out->data, raw_len, p, n);
+	if (ZSTD_isError(z)) {
+		*ret_what = ZSTD_getErrorName(z);
+		return -EBADMSG;
+	}
+	if (z != raw_len) {
+		*ret_what = "decompressed length does not match the header";
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static int
+decode_payload(enum eos_codec_id codec, const uint8_t *p, size_t n, uint32_t raw_len,
+	       struct eos_buf *out, const char **ret_what)
+{
+	switch (codec) {
+	case EOS_CODEC_RAW:
+		if (n != raw_len) {
+			*ret_what = "raw payload length does not match the header";
+			return -EBADMSG;
+		}
+		if (eos_buf_reserve(out, n) < 0)
+			return -ENOMEM;
+		if (n)
+			memcpy(out->data, p, n);
+		return 0;
+	case EOS_CODEC_ZSTD:
+		return decompress_payload(p, n, raw_len, out, ret_what);
+	}
+	*ret_what = "unknown codec";
+	return -EBADMSG;
+}
+
+static int
+decode_verify(const uint8_t *f, size_t n, const struct eos_digest *expect, struct eos_buf *out,
+	      const char **ret_what)
+{
+	struct eos_digest got;
+	enum eos_codec_id codec;
+	uint32_t raw_len;
+	int r;
+
+	r = parse_header(f, n, &codec, &raw_len, ret_what);
+	if (r < 0)
+		return r;
+	r = decode_payload(codec, f + EOS_CODEC_HEADER_LEN, n - EOS_CODEC_HEADER_LEN, raw_len, out,
+			   ret_what);
+	if (r < 0)
+		return r;
+	out->len = raw_len;
+	out->data[raw_len] = '\0';
+	r = eos_sha256(out->data, raw_len, &got);
+	if (r < 0) {
+		*ret_what = "cannot compute sha-256";
+		return r;
+	}
+	if (!eos_digest_eq(&got, expect)) {
+		*ret_what = "content does not match its digest";
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+int
+eos_codec_decode(const void *frame, size_t n, const struct eos_digest *expect, struct eos_buf *out,
+		 struct eos_error *err)
+{
+	const char *what = "out of memory";
+	char hex[EOS_DIGEST_HEX_LEN + 1];
+	int r;
+
+	eos_buf_truncate(out, 0);
+	r = decode_verify(frame, n, expect, out, &what);
+	if (r == 0)
+		return 0;
+	eos_buf_truncate(out, 0);
+	if (r == -EBADMSG)
+		return bad_chunk(err, expect, what);
+	eos_digest_hex(expect, hex);
+	return eos_error_set(err, r, "chunk '%s': %s", hex, what);
+}
