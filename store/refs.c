@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reference counts: an open-addressing hash map of (type, digest) -> delta, applied by
+ * read-modify-write into the caller's batch. See store/refs.h for the meaning of the counts.
+ */
+#include "store/refs.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/cleanup.h"
+#include "common/endian.h"
+
+#include "store/content.h"
+#include "store/kv.h"
+#include "store/store-internal.h"
+
+enum {
+	REFDELTA_MIN_CAP = 64, /* power of two */
+};
+
+struct refdelta_slot {
+	uint8_t key[EOS_REF_KEY_LEN]; /* key[0] == 0: empty slot */
+	int64_t delta;
+};
+
+struct eos_refdelta {
+	struct refdelta_slot *slots;
+	size_t cap; /* power of two */
+	size_t n;
+};
+
+/* One key of a pass of eos_refdelta_apply(): its delta and the count read from the store. */
+struct ref_item {
+	uint8_t key[EOS_REF_KEY_LEN];
+	int64_t delta;
+	uint64_t count;
+};
+
+void
+eos_ref_key(uint8_t out[EOS_REF_KEY_LEN], enum eos_ref_type type, const struct eos_digest *d)
+{
+	out[0] = (uint8_t)type;
+	memcpy(out + 1, d->b, EOS_DIGEST_LEN);
+}
+
+int
+eos_refdelta_new(struct eos_refdelta **ret)
+{
+	struct eos_refdelta *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->slots = calloc(REFDELTA_MIN_CAP, sizeof(*d->slots));
+	if (!d->slots) {
+		free(d);
+		return -ENOMEM;
+	}
+	d->cap = REFDELTA_MIN_CAP;
+	*ret = d;
+	return 0;
+}
+
+void
+eos_refdelta_free(struct eos_refdelta *d)
+{
+	if (!d)
+		return;
+	free(d->slots);
+	free(d);
+}
+
+static size_t
+refdelta_hash(const uint8_t key[EOS_REF_KEY_LEN])
+{
+	/* Digests are uniformly distributed already: their first bytes make a good hash. */
+	uint64_t h = eos_get_le64(key + 1) ^ ((uint64_t)key[0] * 0x9E3779B97F4A7C15ULL);
+
+	return (size_t)(h ^ (h >> 29));
+}
+
+static struct refdelta_slot *
+refdelta_find(struct refdelta_slot *slots, size_t cap, const uint8_t key[EOS_REF_KEY_LEN])
+{
+	size_t i = refdelta_hash(key) & (cap - 1);
+
+	while (slots[i].key[0] && memcmp(slots[i].key, key, EOS_REF_KEY_LEN) != 0)
+		i = (i + 1) & (cap - 1);
+	return &slots[i];
+}
+
+static int
+refdelta_grow(struct eos_refdelta *d)
+{
+	size_t cap = d->cap * 2;
+	struct refdelta_slot *slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->cap; i++)
+		if (d->slots[i].key[0])
+			*refdelta_find(slots, cap, d->slots[i].key) = d->slots[i];
+	free(d->slots);
+	d->slots = slots;
+	d->cap = cap;
+	return 0;
+}
+
+int
+eos_refdelta_add(struct eos_refdelta *d, enum eos_ref_type type, const struct eos_digest *dg,
+		 int64_t delta)
+{
+	uint8_t key[EOS_REF_KEY_LEN];
+	struct refdelta_slot *s;
+
+	eos_ref_key(key, type, dg);
+	s = refdelta_find(d->slots, d->cap, key);
+	if (!s->key[0]) {
+		if ((d->n + 1) * 2 > d->cap) {
+			int r = refdelta_grow(d);
+
+			if (r < 0)
+				return r;
+			s = refdelta_find(d->slots, d->cap, key);
+		}
+		memcpy(s->key, key, EOS_REF_KEY_LEN);
+		s->delta = 0;
+		d->n++;
+	}
+	s->delta += delta;
+	return 0;
+}
+
+int
+eos_refdelta_add_content(struct eos_refdelta *d, const struct eos_content *c, int64_t delta)
+{
+	switch (c->kind) {
+	case EOS_CONTENT_CHUNK:
+		return eos_refdelta_add(d, EOS_REF_CHUNK, &c->digest, delta);
+	case EOS_CONTENT_MANIFEST:
+		return eos_refdelta_add(d, EOS_REF_MANIFEST, &c->digest, delta);
+	case EOS_CONTENT_NONE:
+	case EOS_CONTENT_INLINE:
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Copy the non-zero deltas of one type out of the map (it may grow while they are processed). */
+static int
+refdelta_collect(const struct eos_refdelta *d, enum eos_ref_type type, struct ref_item **ret,
+		 size_t *ret_n)
+{
+	cleanup_free struct ref_item *items = NULL;
+	size_t n = 0;
+
+	items = calloc(d->n ? d->n : 1, sizeof(*items));
+	if (!items)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->cap; i++) {
+		const struct refdelta_slot *s = &d->slots[i];
+
+		if (s->key[0] != (uint8_t)type || s->delta == 0)
+			continue;
+		memcpy(items[n].key, s->key, EOS_REF_KEY_LEN);
+		items[n++].delta = s->delta;
+	}
+	*ret = TAKE_PTR(items);
+	*ret_n = n;
+	return 0;
+}
+
+static int
+refs_decode_count(const struct eos_buf *v, const uint8_t *key, uint64_t *ret, struct eos_error *err)
+{
+	char hex[EOS_DIGEST_HEX_LEN + 1];
+
+	if (v->len == 8) {
+		*ret = eos_get_le64(v->data);
+		return 0;
+	}
+	eos_digest_hex((const struct eos_digest *)(key + 1), hex);
+	return eos_error_set(err, -EBADMSG, "reference count of '%c' '%s' is corrupt (%zu bytes)",
+			     key[0], hex, v->len);
+}
+
+/* Fill items[i].count with the stored counts (0 when absent). */
+static int
+refs_read_counts(struct eos_store *st, struct ref_item *items, size_t n, struct eos_error *err)
+{
+	cleanup_free const void **keys = NULL;
+	cleanup_free size_t *klens = NULL;
+	cleanup_free struct eos_buf *vals = NULL;
+	cleanup_free bool *found = NULL;
+	int r = 0;
+
+	if (n == 0)
+		return 0;
+	keys = calloc(n, sizeof(*keys));
+	klens = calloc(n, sizeof(*klens));
+	vals = calloc(n, sizeof(*vals));
+	found = calloc(n, sizeof(*found));
+	if (!keys || !klens || !vals || !found)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		keys[i] = items[i].key;
+		klens[i] = EOS_REF_KEY_LEN;
+		eos_buf_init(&vals[i]);
+	}
+	r = eos_kv_multi_get(st->kv, EOS_CF_REFS, n, (const void *const *)keys, klens, vals, found,
+			     err);
+	for (size_t i = 0; i < n; i++) {
+		if (r >= 0 && found[i])
+			r = refs_decode_count(&vals[i], items[i].key, &items[i].count, err);
+		eos_buf_release(&vals[i]);
+	}
+	return r < 0 ? r : 0;
+}
+
+/* The new count of it, or -EBADMSG when it would drop below zero. */
+static int
+refs_new_count(const struct ref_item *it, const char *what, uint64_t *ret, struct eos_error *err)
+{
+	char hex[EOS_DIGEST_HEX_LEN + 1];
+
+	if (it->delta < 0 && (uint64_t)-it->delta > it->count) {
+		eos_digest_hex((const struct eos_digest *)(it->key + 1), hex);
+		return eos_error_set(err, -EBADMSG,
+				     "reference count of %s '%s' would drop below zero", what, hex);
+	}
+	*ret = it->count + (uint64_t)it->delta;
+	return 0;
+}
+
+static void
+refs_stage_count(struct eos_kv_batch *b, const uint8_t *key, uint64_t count)
+{
+	uint8_t v[8];
+
+	if (count == 0) {
+		eos_kv_batch_delete(b, EOS_CF_REFS, key, EOS_REF_KEY_LEN);
+		return;
+	}
+	eos_put_le64(v, count);
+	eos_kv_batch_put(b, EOS_CF_REFS, key, EOS_REF_KEY_LEN, v, sizeof(v));
+}
+
+/* A manifest appears (sign +1) or disappears (-1): one chunk reference per occurrence. */
+static int
+refs_expand_manifest(struct eos_store *st, struct eos_refdelta *d, const struct eos_digest *dg,
+		     int sign, struct eos_error *err)
+{
+	cleanup_free struct eos_manifest *m = NULL;
+	char hex[EOS_DIGEST_HEX_LEN + 1];
+	int r;
+
+	r = eos_manifest_read(st, dg, &m, err);
+	if (r < 0) {
+		eos_digest_hex(dg, hex);
+		return eos_error_prefix(err, r, "manifest '%s'", hex);
+	}
+	for (uint32_t i = 0; i < m->n; i++) {
+		r = eos_refdelta_add(d, EOS_REF_CHUNK, &m->chunks[i].digest, sign);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int
+refs_apply_manifest(struct eos_store *st, struct eos_refdelta *d, struct eos_kv_batch *b,
+		    const struct ref_item *it, struct eos_refs_freed *freed, struct eos_error *err)
+{
+	const struct eos_digest *dg = (const struct eos_digest *)(it->key + 1);
+	uint64_t count = 0;
+	int r;
+
+	r = refs_new_count(it, "manifest", &count, err);
+	if (r < 0)
+		return r;
+	if (it->count == 0 && count > 0)
+		r = refs_expand_manifest(st, d, dg, +1, err);
+	if (it->count > 0 && count == 0) {
+		r = refs_expand_manifest(st, d, dg, -1, err);
+		eos_kv_batch_delete(b, EOS_CF_MANIFESTS, dg->b, EOS_DIGEST_LEN);
+		freed->manifests++;
+	}
+	if (r < 0)
+		return r;
+	refs_stage_count(b, it->key, count);
+	return 0;
+}
+
+/* Delete chunk dg, adding its stored frame length to freed. A chunk already gone frees nothing. */
+static int
+refs_free_chunk(struct eos_store *st, struct eos_kv_batch *b, const struct eos_digest *dg,
+		struct eos_refs_freed *freed, struct eos_error *err)
+{
+	struct eos_buf frame;
+	int r;
+
+	eos_buf_init(&frame);
+	r = eos_kv_get(st->kv, NULL, EOS_CF_CHUNKS, dg->b, EOS_DIGEST_LEN, &frame, err);
+	if (r == 0)
+		freed->bytes += frame.len;
+	eos_buf_release(&frame);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	eos_kv_batch_delete(b, EOS_CF_CHUNKS, dg->b, EOS_DIGEST_LEN);
+	freed->chunks++;
+	return 0;
+}
+
+static int
+refs_apply_chunk(struct eos_store *st, struct eos_refdelta *d, struct eos_kv_batch *b,
+		 const struct ref_item *it, struct eos_refs_freed *freed, struct eos_error *err)
+{
+	uint64_t count = 0;
+	int r;
+
+	(void)d;
+	r = refs_new_count(it, "chunk", &count, err);
+	if (r >= 0 && it->count > 0 && count == 0)
+		r = refs_free_chunk(st, b, (const struct eos_digest *)(it->key + 1), freed, err);
+	if (r < 0)
+		return r;
+	refs_stage_count(b, it->key, count);
+	return 0;
+}
+
+/* Apply one item's delta: stage its new count and whatever its transition frees or adds. */
+typedef int (*refs_apply_fn)(struct eos_store *st, struct eos_refdelta *d, struct eos_kv_batch *b,
+			     const struct ref_item *it, struct eos_refs_freed *freed,
+			     struct eos_error *err);
+
+/* Apply the deltas of type in d, with their stored counts, one item at a time. */
+static int
+refs_apply_type(struct eos_store *st, struct eos_refdelta *d, enum eos_ref_type type,
+		refs_apply_fn fn, struct eos_kv_batch *b, struct eos_refs_freed *freed,
+		struct eos_error *err)
+{
+	cleanup_free struct ref_item *items = NULL;
+	size_t n = 0;
+	int r;
+
+	r = refdelta_collect(d, type, &items, &n);
+	if (r >= 0)
+		r = refs_read_counts(st, items, n, err);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		r = fn(st, d, b, &items[i], freed, err);
+	return r < 0 ? r : 0;
+}
+
+int
+eos_refdelta_apply(struct eos_store *st, struct eos_refdelta *d, struct eos_kv_batch *b,
+		   struct eos_refs_freed *ret, struct eos_error *err)
+{
+	struct eos_refs_freed freed = { 0 };
+	int r;
+
+	/* Manifests first: their transitions add chunk deltas. */
+	r = refs_apply_type(st, d, EOS_REF_MANIFEST, refs_apply_manifest, b, &freed, err);
+	if (r < 0)
+		return r;
+	r = refs_apply_type(st, d, EOS_REF_CHUNK, refs_apply_chunk, b, &freed, err);
+	if (r < 0)
+		return r;
+	if (ret)
+		*ret = freed;
+	return 0;
+}
+
+int
+eos_refs_get(struct eos_store *st, enum eos_ref_type type, const struct eos_digest *d,
+	     uint64_t *ret, struct eos_error *err)
+{
+	uint8_t key[EOS_REF_KEY_LEN];
+	struct eos_buf v;
+	uint64_t count = 0;
+	int r;
+
+	eos_ref_key(key, type, d);
+	eos_buf_init(&v);
+	r = eos_kv_get(st->kv, NULL, EOS_CF_REFS, key, sizeof(key), &v, err);
+	if (r == 0)
+		r = refs_decode_count(&v, key, &count, err);
+	eos_buf_release(&v);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	*ret = count;
+	return 0;
+}
