@@ -1,0 +1,742 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tar import through libarchive (the only file that includes <archive.h>): ustar, pax and GNU tar,
+ * plain or compressed with any filter libarchive knows (zstd, gzip, xz, …), detected by content.
+ *
+ * Two passes over the archive. The first reads only headers and builds the final tree in memory
+ * with tar's "a later entry wins" semantics: one node per path, overwritten in place; hard links
+ * bind to the content of their target at that point of the archive (as extraction would). It
+ * collects special files, checks that every path lies below a directory, and picks one staged
+ * name per content (the others become hard links). Nothing is staged when this pass fails. The
+ * second pass reads the data of the entries that survived and hands it to the worker pool.
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/path.h"
+
+#include "store/import.h"
+#include "store/store-internal.h"
+
+EOS_DEFINE_CLEANUP(struct archive *, archive_read_free)
+
+enum {
+	TAR_BLOCK = 128 << 10, /* libarchive read size */
+	TABLE_MIN = 1024,
+};
+
+enum tar_kind {
+	TAR_DIR,
+	TAR_FILE,
+	TAR_SYMLINK,
+	TAR_SPECIAL,
+};
+
+/* The final state of one path. */
+struct tar_node {
+	char *path;
+	enum tar_kind kind;
+	struct eos_attr attr;
+	char *target;	     /* TAR_SYMLINK */
+	const char *special; /* TAR_SPECIAL: what it is (static string) */
+	size_t content;	     /* TAR_FILE: index of the archive entry that holds the bytes */
+	uint64_t size;	     /* TAR_FILE */
+	size_t link_to;	     /* TAR_FILE: node staged with this content, or SIZE_MAX (itself) */
+};
+
+struct tar_scan {
+	const char *src;
+	struct tar_node *nodes; /* in order of first appearance: parents before children */
+	size_t n, cap;
+	size_t *table; /* open addressing over nodes: index + 1, 0 = free */
+	size_t table_cap;
+	struct eos_attr root;
+	size_t nentries;
+	size_t *primary; /* per archive entry: index + 1 of the node staged with its bytes */
+	size_t groups, nlinks, ndirs, nsyms;
+	struct eos_import_problems specials;
+	bool not_tar;
+};
+
+static void
+scan_release(struct tar_scan *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->nodes[i].path);
+		free(s->nodes[i].target);
+	}
+	free(s->nodes);
+	free(s->table);
+	free(s->primary);
+	eos_import_problems_release(&s->specials);
+}
+
+/* libarchive's failure as -errno: its I/O and memory errors pass through, the rest is bad input. */
+static int
+archive_fail(struct archive *a, const char *what, struct eos_error *err)
+{
+	const char *msg = archive_error_string(a);
+	int e = archive_errno(a);
+	int code = e == ENOMEM || e == EIO || e == ENOSPC || e == EACCES ? -e : -EINVAL;
+
+	return eos_error_set(err, code, "%s: %s", what, msg ? msg : "unknown libarchive error");
+}
+
+/* --- path table ------------------------------------------------------------------------------- */
+
+static uint64_t
+hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)p[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The slot holding path[0..len), or the free slot where it would go. */
+static size_t *
+scan_slot(const struct tar_scan *s, const char *path, size_t len)
+{
+	size_t mask = s->table_cap - 1;
+
+	for (size_t i = hash_bytes(path, len) & mask;; i = (i + 1) & mask) {
+		size_t v = s->table[i];
+		const char *p;
+
+		if (v == 0)
+			return &s->table[i];
+		p = s->nodes[v - 1].path;
+		if (strncmp(p, path, len) == 0 && p[len] == '\0')
+			return &s->table[i];
+	}
+}
+
+/* Index of the node for path[0..len), or SIZE_MAX. */
+static size_t
+scan_find(const struct tar_scan *s, const char *path, size_t len)
+{
+	size_t v = s->table_cap ? *scan_slot(s, path, len) : 0;
+
+	return v ? v - 1 : SIZE_MAX;
+}
+
+static int
+scan_grow(struct tar_scan *s)
+{
+	size_t ncap = s->table_cap ? s->table_cap * 2 : TABLE_MIN;
+	struct tar_node *nodes;
+	size_t *old = s->table;
+
+	if (s->n == s->cap) {
+		nodes = reallocarray(s->nodes, s->cap ? s->cap * 2 : TABLE_MIN, sizeof(*nodes));
+		if (!nodes)
+			return -ENOMEM;
+		s->nodes = nodes;
+		s->cap = s->cap ? s->cap * 2 : TABLE_MIN;
+	}
+	if ((s->n + 1) * 2 <= s->table_cap)
+		return 0;
+	s->table = calloc(ncap, sizeof(*s->table));
+	if (!s->table) {
+		s->table = old;
+		return -ENOMEM;
+	}
+	s->table_cap = ncap;
+	for (size_t i = 0; i < s->n; i++)
+		*scan_slot(s, s->nodes[i].path, strlen(s->nodes[i].path)) = i + 1;
+	free(old);
+	return 0;
+}
+
+/* The node for path, created (as an implicit directory with attr) when missing. */
+static int
+scan_node(struct tar_scan *s, const char *path, size_t len, const struct eos_attr *attr,
+	  size_t *ret)
+{
+	struct tar_node *node;
+	size_t *slot;
+
+	if (scan_grow(s) < 0)
+		return -ENOMEM;
+	slot = scan_slot(s, path, len);
+	if (*slot) {
+		*ret = *slot - 1;
+		return 0;
+	}
+	node = &s->nodes[s->n];
+	*node = (struct tar_node){ .kind = TAR_DIR, .attr = *attr, .link_to = SIZE_MAX };
+	node->path = strndup(path, len);
+	if (!node->path)
+		return -ENOMEM;
+	node->attr.mode = 0755;
+	*slot = ++s->n;
+	*ret = s->n - 1;
+	return 0;
+}
+
+/* Create the missing ancestors of path as directories (mode 0755, owner and mtime of attr). */
+static int
+scan_parents(struct tar_scan *s, const char *path, const struct eos_attr *attr)
+{
+	const char *slash = strrchr(path, '/');
+	size_t idx;
+
+	if (!slash || scan_find(s, path, (size_t)(slash - path)) != SIZE_MAX)
+		return 0;
+	for (slash = strchr(path, '/'); slash; slash = strchr(slash + 1, '/'))
+		if (scan_node(s, path, (size_t)(slash - path), attr, &idx) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* The node for path, reset to kind with attr (a later entry replaces an earlier one). */
+static int
+scan_put(struct tar_scan *s, const char *path, enum tar_kind kind, const struct eos_attr *attr,
+	 size_t *ret)
+{
+	struct tar_node *node;
+	int r;
+
+	r = scan_node(s, path, strlen(path), attr, ret);
+	if (r < 0)
+		return r;
+	node = &s->nodes[*ret];
+	free(node->target);
+	*node = (struct tar_node){
+		.path = node->path, .kind = kind, .attr = *attr, .link_to = SIZE_MAX
+	};
+	return 0;
+}
+
+/* --- pass 1: headers -------------------------------------------------------------------------- */
+
+static const char *
+entry_path(struct archive_entry *e)
+{
+	const char *p = archive_entry_pathname(e);
+
+	return p ? p : archive_entry_pathname_utf8(e);
+}
+
+static int
+entry_attr(struct archive_entry *e, const char *name, struct eos_attr *ret, struct eos_error *err)
+{
+	la_int64_t uid = archive_entry_uid(e), gid = archive_entry_gid(e);
+
+	if (uid < 0 || uid > UINT32_MAX || gid < 0 || gid > UINT32_MAX)
+		return eos_error_set(err, -EINVAL,
+				     "archive entry '%s': owner %lld:%lld out of range", name,
+				     (long long)uid, (long long)gid);
+	ret->mode = archive_entry_perm(e) & 07777;
+	ret->uid = (uint32_t)uid;
+	ret->gid = (uint32_t)gid;
+	if (archive_entry_mtime_is_set(e))
+		ret->mtime_ns =
+			eos_import_time_ns(archive_entry_mtime(e), archive_entry_mtime_nsec(e));
+	else
+		ret->mtime_ns = eos_store_now_ns();
+	return 0;
+}
+
+static const char *
+special_kind(mode_t type)
+{
+	switch (type) {
+	case AE_IFIFO:
+		return "fifo";
+	case AE_IFSOCK:
+		return "socket";
+	case AE_IFCHR:
+		return "character device";
+	case AE_IFBLK:
+		return "block device";
+	default:
+		return "unknown file type";
+	}
+}
+
+/* A hard link names the content its target has at this point of the archive. */
+static int
+scan_hardlink(struct tar_scan *s, const char *name, const char *path, const char *link,
+	      struct eos_error *err)
+{
+	cleanup_free char *target = NULL;
+	struct tar_node *to, *node;
+	struct eos_attr attr;
+	size_t t, idx;
+	int r;
+
+	r = eos_path_normalize(link, &target, err);
+	if (r < 0)
+		return eos_error_prefix(err, r, "archive entry '%s': hard link", name);
+	t = scan_find(s, target, strlen(target));
+	if (!target[0] || t == SIZE_MAX ||
+	    (s->nodes[t].kind != TAR_FILE && s->nodes[t].kind != TAR_SYMLINK))
+		return eos_error_set(
+			err, -EINVAL,
+			"archive entry '%s': hard link target '%s' is not an earlier file of the archive",
+			name, link);
+	if (strcmp(target, path) == 0)
+		return 0;
+	attr = s->nodes[t].attr; /* scan_put may move the nodes */
+	if (scan_put(s, path, s->nodes[t].kind, &attr, &idx) < 0)
+		return eos_import_no_memory(err);
+	to = &s->nodes[t];
+	node = &s->nodes[idx];
+	node->content = to->content;
+	node->size = to->size;
+	/* The store links files only: a hard-linked symlink becomes a second, equal symlink. */
+	if (to->kind == TAR_SYMLINK && !(node->target = strdup(to->target)))
+		return eos_import_no_memory(err);
+	return 0;
+}
+
+static int
+scan_typed(struct tar_scan *s, struct archive_entry *e, const char *name, const char *path,
+	   const struct eos_attr *attr, struct eos_error *err)
+{
+	mode_t type = archive_entry_filetype(e);
+	const char *target;
+	size_t idx;
+
+	switch (type) {
+	case AE_IFDIR:
+		return scan_put(s, path, TAR_DIR, attr, &idx) < 0 ? eos_import_no_memory(err) : 0;
+	case AE_IFREG:
+		if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
+			return eos_error_set(err, -EINVAL, "archive entry '%s' has no size", name);
+		if (scan_put(s, path, TAR_FILE, attr, &idx) < 0)
+			return eos_import_no_memory(err);
+		s->nodes[idx].content = s->nentries;
+		s->nodes[idx].size = (uint64_t)archive_entry_size(e);
+		return 0;
+	case AE_IFLNK:
+		target = archive_entry_symlink(e);
+		if (!target && !(target = archive_entry_symlink_utf8(e)))
+			return eos_error_set(err, -EINVAL,
+					     "archive entry '%s': symlink without a target", name);
+		if (scan_put(s, path, TAR_SYMLINK, attr, &idx) < 0 ||
+		    !(s->nodes[idx].target = strdup(target)))
+			return eos_import_no_memory(err);
+		return 0;
+	default:
+		if (scan_put(s, path, TAR_SPECIAL, attr, &idx) < 0)
+			return eos_import_no_memory(err);
+		s->nodes[idx].special = special_kind(type);
+		return 0;
+	}
+}
+
+static int
+scan_entry(struct tar_scan *s, struct archive_entry *e, struct eos_error *err)
+{
+	const char *name = entry_path(e), *link = archive_entry_hardlink(e);
+	cleanup_free char *path = NULL;
+	struct eos_attr attr;
+	int r;
+
+	if (!name)
+		return eos_error_set(err, -EINVAL, "archive entry %zu has no usable path name",
+				     s->nentries);
+	r = eos_path_normalize(name, &path, err);
+	if (r < 0)
+		return eos_error_prefix(err, r, "archive entry '%s'", name);
+	if ((r = entry_attr(e, name, &attr, err)) < 0)
+		return r;
+	if (!link)
+		link = archive_entry_hardlink_utf8(e);
+	if (!path[0]) {
+		if (link || archive_entry_filetype(e) != AE_IFDIR)
+			return eos_error_set(err, -EINVAL,
+					     "archive entry '%s' would replace the root directory",
+					     name);
+		s->root = attr;
+		return 0;
+	}
+	if (scan_parents(s, path, &attr) < 0)
+		return eos_import_no_memory(err);
+	if (link)
+		return scan_hardlink(s, name, path, link, err);
+	return scan_typed(s, e, name, path, &attr, err);
+}
+
+/* Check the final tree and choose which name of each content is staged. */
+static int
+scan_finish(struct tar_scan *s, struct eos_error *err)
+{
+	s->primary = calloc(s->nentries ? s->nentries : 1, sizeof(*s->primary));
+	if (!s->primary)
+		return eos_import_no_memory(err);
+	for (size_t i = 0; i < s->n; i++) {
+		struct tar_node *node = &s->nodes[i];
+		const char *slash = strrchr(node->path, '/');
+		size_t len = slash ? (size_t)(slash - node->path) : 0;
+		size_t parent = slash ? scan_find(s, node->path, len) : SIZE_MAX;
+
+		if (slash && (parent == SIZE_MAX || s->nodes[parent].kind != TAR_DIR))
+			return eos_error_set(
+				err, -EINVAL,
+				"archive entry '%s' lies below '%.*s', which the archive makes a non-directory",
+				node->path, (int)len, node->path);
+		s->ndirs += node->kind == TAR_DIR;
+		s->nsyms += node->kind == TAR_SYMLINK;
+		if (node->kind == TAR_SPECIAL &&
+		    eos_import_problems_add(&s->specials, node->path, node->special) < 0)
+			return eos_import_no_memory(err);
+		if (node->kind != TAR_FILE)
+			continue;
+		if (s->primary[node->content]) {
+			node->link_to = s->primary[node->content] - 1;
+			s->nlinks++;
+		} else {
+			s->primary[node->content] = i + 1;
+			s->groups++;
+		}
+	}
+	if (s->specials.total)
+		return eos_import_problems_fail(&s->specials, -EINVAL,
+						"special file is not supported",
+						"special files are not supported", err);
+	return 0;
+}
+
+static int
+tar_open(int fd, const char *src, struct archive **ret, struct eos_error *err)
+{
+	EOS_CLEANUP(archive_read_freep) struct archive *a = NULL;
+
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return eos_import_sys_fail(err, "seek", src);
+	a = archive_read_new();
+	if (!a)
+		return eos_import_no_memory(err);
+	if (archive_read_support_filter_all(a) < ARCHIVE_WARN ||
+	    archive_read_support_format_tar(a) != ARCHIVE_OK)
+		return archive_fail(a, "set up libarchive", err);
+	if (archive_read_open_fd(a, fd, TAR_BLOCK) != ARCHIVE_OK)
+		return archive_fail(a, "open archive", err);
+	*ret = TAKE_PTR(a);
+	return 0;
+}
+
+/* A failed header read names the entry number (the header has no usable name). */
+static int
+header_fail(struct archive *a, size_t index, struct eos_error *err)
+{
+	char what[64];
+
+	snprintf(what, sizeof(what), "read archive entry %zu", index + 1);
+	return archive_fail(a, what, err);
+}
+
+static int
+not_tar(struct tar_scan *s, struct eos_error *err)
+{
+	s->not_tar = true;
+	return eos_error_set(err, -EINVAL, "'%s' is neither a directory nor a tar archive", s->src);
+}
+
+static int
+scan_archive(struct tar_scan *s, int fd, struct eos_error *err)
+{
+	EOS_CLEANUP(archive_read_freep) struct archive *a = NULL;
+	struct archive_entry *e;
+	int r;
+
+	if (tar_open(fd, s->src, &a, err) < 0)
+		return not_tar(s, err);
+	for (;; s->nentries++) {
+		r = archive_read_next_header(a, &e);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r != ARCHIVE_OK && r != ARCHIVE_WARN && s->nentries == 0)
+			return not_tar(s, err);
+		if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+			return header_fail(a, s->nentries, err);
+		if ((r = scan_entry(s, e, err)) < 0)
+			return r;
+	}
+	return scan_finish(s, err);
+}
+
+/* --- pass 2: data ----------------------------------------------------------------------------- */
+
+typedef int (*block_fn)(void *ctx, const void *p, size_t len, uint64_t off);
+
+struct mem_sink {
+	uint8_t *buf;
+	uint64_t end; /* bytes written so far (holes zeroed) */
+};
+
+static int
+mem_block(void *ctx, const void *p, size_t len, uint64_t off)
+{
+	struct mem_sink *m = ctx;
+
+	if (off > m->end)
+		memset(m->buf + m->end, 0, off - m->end);
+	memcpy(m->buf + off, p, len);
+	m->end = EOS_MAX(m->end, off + len);
+	return 0;
+}
+
+static int
+fd_block(void *ctx, const void *p, size_t len, uint64_t off)
+{
+	const int *fd = ctx;
+
+	while (len > 0) {
+		ssize_t n = pwrite(*fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return eos_neg_errno();
+		p = (const uint8_t *)p + n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Feed every data block of the current entry (at most size bytes; sparse holes skipped) to fn. */
+static int
+read_blocks(struct archive *a, const char *path, uint64_t size, block_fn fn, void *ctx,
+	    struct eos_error *err)
+{
+	for (;;) {
+		const void *p;
+		size_t len;
+		la_int64_t off;
+		int r = archive_read_data_block(a, &p, &len, &off);
+
+		if (r == ARCHIVE_EOF)
+			return 0;
+		if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+			return archive_fail(a, path, err);
+		if (off < 0 || (uint64_t)off > size || len > size - (uint64_t)off)
+			return eos_error_set(err, -EINVAL,
+					     "archive entry '%s': data beyond its size", path);
+		if ((r = fn(ctx, p, len, (uint64_t)off)) < 0)
+			return eos_error_set(err, r, "write temporary file for '%s': %s", path,
+					     strerror(-r));
+	}
+}
+
+static int
+open_tmpfile(struct eos_error *err)
+{
+	const char *dir = getenv("TMPDIR");
+	cleanup_free char *tmpl = NULL;
+	int fd;
+
+	if (!dir || !dir[0])
+		dir = "/tmp";
+	fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		return fd;
+	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+		return eos_import_sys_fail(err, "create temporary file in", dir);
+	if (asprintf(&tmpl, "%s/eos-import-XXXXXX", dir) < 0)
+		return eos_import_no_memory(err);
+	fd = mkostemp(tmpl, O_CLOEXEC);
+	if (fd < 0)
+		return eos_import_sys_fail(err, "create temporary file", tmpl);
+	unlink(tmpl);
+	return fd;
+}
+
+/* Read the current entry into a job: memory up to EOS_IMPORT_MEM_MAX, else a temporary file. */
+static int
+read_member(struct archive *a, const struct tar_node *node, struct eos_import_job **ret,
+	    struct eos_error *err)
+{
+	bool mem = node->size <= EOS_IMPORT_MEM_MAX;
+	EOS_CLEANUP(eos_import_job_freep) struct eos_import_job *job = NULL;
+	struct mem_sink m = { 0 };
+	int r;
+
+	job = eos_import_job_new(mem ? EOS_IMPORT_JOB_MEM : EOS_IMPORT_JOB_FD, node->path,
+				 &node->attr);
+	if (!job || (mem && !(job->data = malloc(node->size ? node->size : 1))))
+		return eos_import_no_memory(err);
+	job->len = node->size;
+	m.buf = job->data;
+	if (!mem && (job->fd = open_tmpfile(err)) < 0)
+		return job->fd;
+	if (mem)
+		r = read_blocks(a, node->path, node->size, mem_block, &m, err);
+	else
+		r = read_blocks(a, node->path, node->size, fd_block, &job->fd, err);
+	if (r < 0)
+		return r;
+	if (mem && m.end < node->size)
+		memset(m.buf + m.end, 0, node->size - m.end);
+	if (!mem && (ftruncate(job->fd, (off_t)node->size) < 0 || lseek(job->fd, 0, SEEK_SET) < 0))
+		return eos_import_sys_fail(err, "write temporary file for", node->path);
+	*ret = TAKE_PTR(job);
+	return 0;
+}
+
+static int
+changed(const struct tar_scan *s, struct eos_error *err)
+{
+	return eos_error_set(err, -EAGAIN, "'%s' changed during the import", s->src);
+}
+
+/* Pass 2: queue the bytes of every entry whose content survives; stop after the last one. */
+static int
+push_data(const struct tar_scan *s, int fd, struct eos_import_pool *pool,
+	  struct eos_import_progress *progress, struct eos_error *err)
+{
+	EOS_CLEANUP(archive_read_freep) struct archive *a = NULL;
+	size_t left = s->groups;
+	struct archive_entry *e;
+	int r;
+
+	if ((r = tar_open(fd, s->src, &a, err)) < 0)
+		return r;
+	for (size_t i = 0; left > 0; i++) {
+		struct eos_import_job *job = NULL;
+		const struct tar_node *node;
+		uint64_t files, bytes;
+
+		r = archive_read_next_header(a, &e);
+		if (r == ARCHIVE_EOF || i >= s->nentries)
+			return changed(s, err);
+		if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+			return header_fail(a, i, err);
+		if (!s->primary[i])
+			continue;
+		node = &s->nodes[s->primary[i] - 1];
+		if (archive_entry_size(e) != (la_int64_t)node->size)
+			return changed(s, err);
+		if ((r = read_member(a, node, &job, err)) < 0 ||
+		    (r = eos_import_pool_push(pool, job, err)) < 0)
+			return r;
+		left--;
+		eos_import_pool_counts(pool, &files, &bytes);
+		eos_import_progress_tick(progress, files, bytes, false);
+	}
+	return 0;
+}
+
+/* --- staging ---------------------------------------------------------------------------------- */
+
+static int
+stage_tree(const struct tar_scan *s, struct eos_changeset *cs, struct eos_error *err)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct tar_node *node = &s->nodes[i];
+		int r = 0;
+
+		switch (node->kind) {
+		case TAR_DIR:
+			r = eos_changeset_mkdir(cs, node->path, &node->attr, false, err);
+			break;
+		case TAR_SYMLINK:
+			r = eos_changeset_symlink(cs, node->path, &node->attr, node->target, err);
+			break;
+		case TAR_FILE:
+		case TAR_SPECIAL:
+			break;
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int
+stage_links(const struct tar_scan *s, struct eos_changeset *cs, struct eos_error *err)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct tar_node *node = &s->nodes[i];
+		int r;
+
+		if (node->kind != TAR_FILE || node->link_to == SIZE_MAX)
+			continue;
+		r = eos_changeset_link(cs, node->path, s->nodes[node->link_to].path, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int
+stage_data(const struct tar_scan *s, int fd, struct eos_changeset *cs,
+	   const struct eos_import_options *o, struct eos_import_result *ret, struct eos_error *err)
+{
+	EOS_CLEANUP(eos_import_pool_freep) struct eos_import_pool *pool = NULL;
+	struct eos_import_progress progress;
+	struct eos_error perr = { 0 };
+	int r, pr;
+
+	eos_import_progress_init(&progress, o);
+	r = eos_import_pool_new(cs, -1, eos_import_threads(o), EOS_IMPORT_BUDGET, &pool, err);
+	if (r < 0)
+		return r;
+	r = push_data(s, fd, pool, &progress, err);
+	/* A worker's failure is the cause; the reader's error is at most its consequence. */
+	pr = eos_import_pool_finish(pool, &progress, &perr);
+	if (pr < 0) {
+		if (err)
+			*err = perr;
+		return pr;
+	}
+	if (r < 0)
+		return r;
+	eos_import_pool_counts(pool, &ret->files, &ret->bytes);
+	eos_import_progress_tick(&progress, ret->files, ret->bytes, true);
+	return 0;
+}
+
+static int
+tar_run(struct tar_scan *s, struct eos_store *st, int fd, const struct eos_import_options *o,
+	struct eos_import_result *ret, struct eos_error *err)
+{
+	EOS_CLEANUP(eos_changeset_freep) struct eos_changeset *cs = NULL;
+	cleanup_free char *source = NULL;
+	int r;
+
+	if ((r = scan_archive(s, fd, err)) < 0)
+		return r;
+	if (asprintf(&source, "tar:%s", s->src) < 0)
+		return eos_import_no_memory(err);
+	if ((r = eos_import_begin(st, o, source, &s->root, &cs, err)) < 0 ||
+	    (r = stage_tree(s, cs, err)) < 0 || (r = stage_data(s, fd, cs, o, ret, err)) < 0 ||
+	    (r = stage_links(s, cs, err)) < 0 || (r = eos_import_commit(cs, ret, err)) < 0)
+		return r;
+	ret->dirs = s->ndirs;
+	ret->symlinks = s->nsyms;
+	ret->hardlinks = s->nlinks;
+	return 0;
+}
+
+int
+eos_import_tar(struct eos_store *st, const char *src, int fd, const struct eos_import_options *o,
+	       struct eos_import_result *ret, struct eos_error *err)
+{
+	EOS_CLEANUP(scan_release) struct tar_scan s = { .src = src };
+	int r;
+
+	/* Without a "." entry the root is like an implicit directory: 0755, ours, now. */
+	s.root = (struct eos_attr){
+		.mode = 0755,
+		.uid = (uint32_t)getuid(),
+		.gid = (uint32_t)getgid(),
+		.mtime_ns = eos_store_now_ns(),
+	};
+	r = tar_run(&s, st, fd, o, ret, err);
+	if (r < 0 && !s.not_tar)
+		return eos_error_prefix(err, r, "import '%s'", src);
+	return r;
+}
