@@ -9,6 +9,7 @@ tests_unit_libeos_testutil_a_CFLAGS = $(TEST_CFLAGS)
 
 UNIT_TESTS = \
 	tests/unit/test-common \
+	tests/unit/test-store \
 	tests/unit/test-kv \
 	tests/unit/test-codec \
 	tests/unit/test-chunker \
@@ -29,6 +30,9 @@ TESTS += $(UNIT_TESTS)
 tests_unit_test_common_SOURCES = tests/unit/test-common.c
 tests_unit_test_common_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_common_LDADD = $(TEST_LDADD)
+tests_unit_test_store_SOURCES = tests/unit/test-store.c
+tests_unit_test_store_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_store_LDADD = $(TEST_LDADD)
 tests_unit_test_kv_SOURCES = tests/unit/test-kv.c
 tests_unit_test_kv_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_kv_LDADD = $(TEST_LDADD)
