@@ -3,6 +3,7 @@
  * The pieces of eos_store_import() that both importers use while staging: problem lists,
  * progress reporting and the worker pool that stages file contents. See store/import.h.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -19,6 +20,9 @@
 enum {
 	/* room for the problem list inside one error message, leaving space for prefixes */
 	LIST_ROOM = EOS_ERROR_MSG_MAX - 160,
+	/* read-ahead of PATH jobs: bytes requested but not yet taken by a worker, per file cap */
+	PREFETCH_BYTES = 64 << 20,
+	PREFETCH_FILE_MAX = 4 << 20,
 };
 
 /* --- problem lists ---------------------------------------------------------------------------- */
@@ -113,9 +117,12 @@ struct eos_import_pool {
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* a job was queued, the pool closes or fails */
 	pthread_cond_t room; /* (monotonic clock) budget freed, a failure, or a worker exited */
+	pthread_cond_t ahead_cond; /* a job to prefetch, read-ahead room, closing or a failure */
 	/* protected by lock: */
 	struct eos_import_job *head, *tail;
-	size_t budget, queued_bytes; /* MEM job bytes queued or being staged */
+	struct eos_import_job *ahead; /* next queued job the prefetcher has not reached */
+	size_t ahead_bytes;	      /* read-ahead requested for queued, untaken jobs */
+	size_t budget, queued_bytes;  /* MEM job bytes queued or being staged */
 	bool closing;
 	unsigned running; /* workers that have not exited */
 	int code;	  /* first failure */
@@ -124,6 +131,8 @@ struct eos_import_pool {
 	/* owned by the creating thread: */
 	pthread_t *threads;
 	unsigned nthreads;
+	pthread_t prefetcher;
+	bool has_prefetcher;
 };
 
 struct eos_import_job *
@@ -195,6 +204,74 @@ pool_run(struct eos_import_pool *pool, const struct eos_import_job *job, uint64_
 	return eos_error_set(err, -EINVAL, "bad import job for '%s'", job->path);
 }
 
+/* Bytes of job's file the prefetcher asks the kernel to read ahead. */
+static size_t
+prefetch_len(const struct eos_import_job *job)
+{
+	return job->len < PREFETCH_FILE_MAX ? job->len : PREFETCH_FILE_MAX;
+}
+
+/*
+ * Reading many small files one after the other leaves the disk idle between requests (a cold
+ * /usr/include reads at ~100 MB/s with one reader, ~300 MB/s with eight here). The prefetcher
+ * walks the queue ahead of the workers and asks the kernel to start reading each file
+ * (POSIX_FADV_WILLNEED is asynchronous), bounded by PREFETCH_BYTES not yet taken.
+ */
+static void
+prefetch_one(int root_fd, const char *path, size_t len)
+{
+	int fd = eos_import_open_beneath(root_fd, path);
+
+	if (fd < 0)
+		return; /* the worker reports it */
+	posix_fadvise(fd, 0, (off_t)len, POSIX_FADV_WILLNEED);
+	close(fd);
+}
+
+/* Wait for a job to prefetch; NULL when there will be none. Called locked. */
+static struct eos_import_job *
+prefetch_take(struct eos_import_pool *pool)
+{
+	struct eos_import_job *job;
+
+	for (;;) {
+		while (pool->code == 0 && !(pool->ahead && pool->ahead_bytes < PREFETCH_BYTES) &&
+		       !(pool->closing && !pool->ahead))
+			pthread_cond_wait(&pool->ahead_cond, &pool->lock);
+		if (pool->code != 0 || !pool->ahead)
+			return NULL;
+		job = pool->ahead;
+		pool->ahead = job->next;
+		if (job->kind == EOS_IMPORT_JOB_PATH && job->len > 0)
+			return job;
+	}
+}
+
+static void *
+pool_prefetcher(void *arg)
+{
+	struct eos_import_pool *pool = arg;
+	struct eos_import_job *job;
+
+	pthread_mutex_lock(&pool->lock);
+	while ((job = prefetch_take(pool))) {
+		size_t len = prefetch_len(job);
+		char *path = strdup(job->path);
+
+		if (!path)
+			continue;
+		/* counted now: a worker may take (and free) the job while we read ahead */
+		job->prefetched = true;
+		pool->ahead_bytes += len;
+		pthread_mutex_unlock(&pool->lock);
+		prefetch_one(pool->root_fd, path, len);
+		free(path);
+		pthread_mutex_lock(&pool->lock);
+	}
+	pthread_mutex_unlock(&pool->lock);
+	return NULL;
+}
+
 /* Next job, or NULL when the pool is closed and empty or has failed. Called locked. */
 static struct eos_import_job *
 pool_take(struct eos_import_pool *pool)
@@ -209,6 +286,12 @@ pool_take(struct eos_import_pool *pool)
 	pool->head = job->next;
 	if (!pool->head)
 		pool->tail = NULL;
+	if (pool->ahead == job)
+		pool->ahead = job->next;
+	if (job->prefetched) {
+		pool->ahead_bytes -= prefetch_len(job);
+		pthread_cond_signal(&pool->ahead_cond);
+	}
 	return job;
 }
 
@@ -223,6 +306,7 @@ pool_done(struct eos_import_pool *pool, size_t mem, int r, uint64_t bytes,
 		pool->err = *e;
 		pthread_cond_broadcast(&pool->work);
 		pthread_cond_broadcast(&pool->room);
+		pthread_cond_broadcast(&pool->ahead_cond);
 	} else if (r >= 0) {
 		pool->files++;
 		pool->bytes += bytes;
@@ -265,6 +349,7 @@ pool_init_sync(struct eos_import_pool *pool)
 
 	pthread_mutex_init(&pool->lock, NULL);
 	pthread_cond_init(&pool->work, NULL);
+	pthread_cond_init(&pool->ahead_cond, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	r = pthread_cond_init(&pool->room, &ca);
@@ -298,6 +383,10 @@ eos_import_pool_new(struct eos_changeset *cs, int root_fd, unsigned threads, siz
 	pthread_mutex_unlock(&pool->lock);
 	if (pool->nthreads == 0)
 		return eos_error_set(err, -r, "start import threads: %s", strerror(r));
+	/* without a prefetcher the import only reads slower */
+	if (root_fd >= 0)
+		pool->has_prefetcher =
+			pthread_create(&pool->prefetcher, NULL, pool_prefetcher, pool) == 0;
 	*ret = TAKE_PTR(pool);
 	return 0;
 }
@@ -327,8 +416,11 @@ eos_import_pool_push(struct eos_import_pool *pool, struct eos_import_job *job,
 	else
 		pool->head = job;
 	pool->tail = job;
+	if (!pool->ahead)
+		pool->ahead = job;
 	pool->queued_bytes += mem;
 	pthread_cond_signal(&pool->work);
+	pthread_cond_signal(&pool->ahead_cond);
 	pthread_mutex_unlock(&pool->lock);
 	return 0;
 }
@@ -348,6 +440,9 @@ pool_join(struct eos_import_pool *pool)
 	for (unsigned i = 0; i < pool->nthreads; i++)
 		pthread_join(pool->threads[i], NULL);
 	pool->nthreads = 0;
+	if (pool->has_prefetcher)
+		pthread_join(pool->prefetcher, NULL);
+	pool->has_prefetcher = false;
 }
 
 int
@@ -360,6 +455,7 @@ eos_import_pool_finish(struct eos_import_pool *pool, struct eos_import_progress 
 	pthread_mutex_lock(&pool->lock);
 	pool->closing = true;
 	pthread_cond_broadcast(&pool->work);
+	pthread_cond_broadcast(&pool->ahead_cond);
 	while (pool->running > 0) {
 		struct timespec ts;
 
@@ -393,10 +489,12 @@ eos_import_pool_free(struct eos_import_pool *pool)
 		if (pool->code == 0)
 			pool->code = -ECANCELED;
 		pthread_cond_broadcast(&pool->work);
+		pthread_cond_broadcast(&pool->ahead_cond);
 		pthread_mutex_unlock(&pool->lock);
 		pool_join(pool);
 		pthread_mutex_destroy(&pool->lock);
 		pthread_cond_destroy(&pool->work);
+		pthread_cond_destroy(&pool->ahead_cond);
 		pthread_cond_destroy(&pool->room);
 	}
 	while (pool->head) {

@@ -496,6 +496,7 @@ push_files(const struct walk *w, struct eos_import_pool *pool, struct eos_error 
 			return eos_import_no_memory(err);
 		job->dev = f->dev;
 		job->ino = f->ino;
+		job->len = (size_t)f->size;
 		if ((r = eos_import_pool_push(pool, job, err)) < 0)
 			return r;
 	}

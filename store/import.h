@@ -81,10 +81,11 @@ struct eos_import_job {
 	char *path; /* tree path, also the host path relative to the root fd for PATH jobs */
 	struct eos_attr attr;
 	void *data;
-	size_t len;
+	size_t len; /* MEM/FD: bytes to stage; PATH: size seen by the walk (for read-ahead) */
 	int fd;
 	dev_t dev;
 	ino_t ino;
+	bool prefetched; /* the pool asked the kernel to read it ahead (pool lock) */
 	struct eos_import_job *next;
 };
 
