@@ -435,13 +435,23 @@ eos_kv_exists(struct eos_kv *kv, enum eos_cf cf, const void *key, size_t klen,
 	      struct eos_error *err)
 {
 	EOS_CLEANUP(rocksdb_pinnableslice_destroyp) rocksdb_pinnableslice_t *v = NULL;
-	char *msg = NULL;
+	unsigned char found = 0;
+	char *msg = NULL, *val = NULL;
+	size_t vlen = 0;
+	unsigned char may;
 
 	assert((unsigned)cf < EOS_CF_COUNT);
-	/* Memtables and cached filters only, no I/O: a 0 is definite (dedup misses stop here). */
-	if (!rocksdb_key_may_exist_cf(kv->db, kv->read_latest, kv->cf[cf], key, klen, NULL, NULL,
-				      NULL, 0, NULL))
+	/*
+	 * Memtables and cached blocks/filters only, no I/O: a 0 is definite (dedup misses stop
+	 * here), and a value found on the way (recent writes) answers without a second lookup.
+	 */
+	may = rocksdb_key_may_exist_cf(kv->db, kv->read_latest, kv->cf[cf], key, klen, &val, &vlen,
+				       NULL, 0, &found);
+	rocksdb_free(val);
+	if (!may)
 		return 0;
+	if (found)
+		return 1;
 	v = rocksdb_get_pinned_cf(kv->db, kv->read_latest, kv->cf[cf], key, klen, &msg);
 	if (msg)
 		return kv_fail(err, msg, "read from '%s'", kv_tuning[cf].name);
