@@ -4,10 +4,11 @@
  * bench/store (see bench/README.md for what each figure means).
  *
  *	store-bench lookup --store DIR [--depths 1,100,10000] [--iterations N]
- *		History depth vs lookup latency: a sandbox of 1000 files in 10 directories, then one
- *		layer per commit, each rewriting the probed file (so it has one version per layer)
- *		and one other file, until the head has each requested depth; at each depth,
- *		eos_store_stat() of the probed path at the head and at the oldest version, N times.
+ *		History depth vs lookup latency: for each depth D, a sandbox of 1000 files in 10
+ *		directories, then one layer per commit, each rewriting the probed file (so it has
+ *		one version per layer) and one other file, up to D layers. All sandboxes share the
+ *		store; eos_store_stat() of the probed path at the head and at version 1 of each is
+ *		then timed N times in interleaved rounds, so every depth sees the same store state.
  *	store-bench read --store DIR [--size 1G] [--drop-caches]
  *		Writes one file of that size through a change set, closes the store (with
  *		--drop-caches, also drops the kernel page cache: needs root), reopens it with an
@@ -39,7 +40,6 @@ enum {
 	BENCH_MAX_DEPTHS = 16,
 };
 
-static const char bench_lookup_sandbox[] = "bench-lookup";
 static const char bench_lookup_path[] = "d05/f050";
 static const char bench_read_sandbox[] = "bench-read";
 static const char bench_read_path[] = "big.bin";
@@ -125,6 +125,13 @@ quantile(uint64_t *samples, size_t n, double q)
 
 /* --- lookup ----------------------------------------------------------------------------------- */
 
+/* Name of the sandbox whose history has the given depth. */
+static void
+lookup_sandbox(uint64_t depth, char *out, size_t size)
+{
+	snprintf(out, size, "bench-lookup-%" PRIu64, depth);
+}
+
 static int
 put_small(struct eos_changeset *cs, const char *path, uint64_t version, struct eos_error *err)
 {
@@ -136,9 +143,9 @@ put_small(struct eos_changeset *cs, const char *path, uint64_t version, struct e
 	return eos_changeset_put_file_mem(cs, path, &attr, data, (size_t)len, err);
 }
 
-/* Version 1: BENCH_DIRS directories of BENCH_FILES_PER_DIR small files each. */
+/* Version 1 of sandbox: BENCH_DIRS directories of BENCH_FILES_PER_DIR small files each. */
 static int
-create_tree(struct eos_store *st, struct eos_error *err)
+create_tree(struct eos_store *st, const char *sandbox, struct eos_error *err)
 {
 	EOS_CLEANUP(eos_changeset_freep) struct eos_changeset *cs = NULL;
 	struct eos_attr dir_attr = bench_attr(0755);
@@ -146,8 +153,7 @@ create_tree(struct eos_store *st, struct eos_error *err)
 	char path[32];
 	int r;
 
-	r = eos_changeset_new_sandbox(st, bench_lookup_sandbox, "bench:lookup", &dir_attr, &cs,
-				      err);
+	r = eos_changeset_new_sandbox(st, sandbox, "bench:lookup", &dir_attr, &cs, err);
 	for (unsigned d = 0; r >= 0 && d < BENCH_DIRS; d++) {
 		snprintf(path, sizeof(path), "d%02u", d);
 		r = eos_changeset_mkdir(cs, path, &dir_attr, false, err);
@@ -163,7 +169,7 @@ create_tree(struct eos_store *st, struct eos_error *err)
 
 /* Commit version v on top of v - 1: the probed file and one other file change. */
 static int
-commit_layer(struct eos_store *st, uint64_t v, struct eos_error *err)
+commit_layer(struct eos_store *st, const char *sandbox, uint64_t v, struct eos_error *err)
 {
 	EOS_CLEANUP(eos_changeset_freep) struct eos_changeset *cs = NULL;
 	struct eos_commit_result res;
@@ -175,7 +181,7 @@ commit_layer(struct eos_store *st, uint64_t v, struct eos_error *err)
 		other++;
 	snprintf(path, sizeof(path), "d%02u/f%03u", other / BENCH_FILES_PER_DIR,
 		 other % BENCH_FILES_PER_DIR);
-	r = eos_changeset_new(st, bench_lookup_sandbox, &cs, err);
+	r = eos_changeset_new(st, sandbox, &cs, err);
 	if (r >= 0)
 		r = put_small(cs, bench_lookup_path, v, err);
 	if (r >= 0)
@@ -188,66 +194,34 @@ commit_layer(struct eos_store *st, uint64_t v, struct eos_error *err)
 	return r;
 }
 
-/* Commit layers head+1 .. depth; report the time per commit. */
+/* A sandbox whose head is version depth; report the time per commit. */
 static int
-grow_history(struct eos_store *st, uint64_t head, uint64_t depth, struct eos_error *err)
+build_history(struct eos_store *st, uint64_t depth, struct eos_error *err)
 {
-	uint64_t start = now_ns();
-	char name[64];
+	char sandbox[64], name[64];
+	uint64_t start;
 	int r;
 
-	for (uint64_t v = head + 1; v <= depth; v++) {
-		r = commit_layer(st, v, err);
-		if (r < 0)
-			return r;
-	}
-	if (depth > head) {
+	lookup_sandbox(depth, sandbox, sizeof(sandbox));
+	r = create_tree(st, sandbox, err);
+	start = now_ns();
+	for (uint64_t v = 2; r >= 0 && v <= depth; v++)
+		r = commit_layer(st, sandbox, v, err);
+	if (r >= 0 && depth > 1) {
 		double secs = (double)(now_ns() - start) / 1e9;
 
 		snprintf(name, sizeof(name), "lookup.depth%" PRIu64 ".commit_ms", depth);
-		report(name, secs * 1e3 / (double)(depth - head), "ms/layer");
+		report(name, secs * 1e3 / (double)(depth - 1), "ms/layer");
 	}
-	return 0;
+	return r;
 }
 
-/* Time eos_store_stat(path at v) n times; report median and p99 under prefix. */
+/* The probed path at v must have been written by v. */
 static int
-measure_stat(struct eos_store *st, uint64_t v, unsigned n, const char *prefix,
-	     struct eos_error *err)
-{
-	cleanup_free uint64_t *samples = calloc(n, sizeof(*samples));
-	struct eos_stat sb;
-	char name[96];
-	int r;
-
-	if (!samples)
-		return eos_error_set(err, -ENOMEM, "no memory for %u samples", n);
-	for (unsigned i = 0; i < n / 10 + 1; i++) { /* warm-up: RocksDB block cache, CPU caches */
-		r = eos_store_stat(st, bench_lookup_sandbox, v, bench_lookup_path, &sb, err);
-		if (r < 0)
-			return r;
-	}
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t t0 = now_ns();
-
-		r = eos_store_stat(st, bench_lookup_sandbox, v, bench_lookup_path, &sb, err);
-		samples[i] = now_ns() - t0;
-		if (r < 0)
-			return r;
-	}
-	snprintf(name, sizeof(name), "%s.median", prefix);
-	report(name, (double)quantile(samples, n, 0.5), "ns");
-	snprintf(name, sizeof(name), "%s.p99", prefix);
-	report(name, (double)quantile(samples, n, 0.99), "ns");
-	return 0;
-}
-
-/* The probed path must have been written by the version it is read at. */
-static int
-check_version(struct eos_store *st, uint64_t v, struct eos_error *err)
+check_version(struct eos_store *st, const char *sandbox, uint64_t v, struct eos_error *err)
 {
 	struct eos_stat sb;
-	int r = eos_store_stat(st, bench_lookup_sandbox, v, bench_lookup_path, &sb, err);
+	int r = eos_store_stat(st, sandbox, v, bench_lookup_path, &sb, err);
 
 	if (r < 0)
 		return r;
@@ -257,43 +231,144 @@ check_version(struct eos_store *st, uint64_t v, struct eos_error *err)
 	return 0;
 }
 
-static int
-lookup_at_depth(struct eos_store *st, uint64_t depth, unsigned n, struct eos_error *err)
-{
-	char prefix[64];
-	int r;
+/* Samples of eos_store_stat() for one (depth, version) probe. */
+struct probe {
+	const char *phase; /* "lookup" (history just written) or "lookup.flushed" */
+	char sandbox[64];
+	uint64_t depth, version;
+	const char *what; /* "head" or "oldest" */
+	uint64_t *samples;
+	size_t n;
+};
 
-	r = check_version(st, depth, err);
-	if (r >= 0)
-		r = check_version(st, 1, err);
-	if (r < 0)
-		return r;
-	snprintf(prefix, sizeof(prefix), "lookup.depth%" PRIu64 ".head", depth);
-	r = measure_stat(st, depth, n, prefix, err);
-	if (r < 0)
-		return r;
-	snprintf(prefix, sizeof(prefix), "lookup.depth%" PRIu64 ".oldest", depth);
-	return measure_stat(st, 1, n, prefix, err);
+/* Time n more lookups of the probed path into p. */
+static int
+probe_run(struct eos_store *st, struct probe *p, unsigned n, struct eos_error *err)
+{
+	struct eos_stat sb;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t t0 = now_ns();
+		int r = eos_store_stat(st, p->sandbox, p->version, bench_lookup_path, &sb, err);
+
+		p->samples[p->n++] = now_ns() - t0;
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
+static void
+probe_report(struct probe *p)
+{
+	char name[96];
+
+	snprintf(name, sizeof(name), "%s.depth%" PRIu64 ".%s.median", p->phase, p->depth, p->what);
+	report(name, (double)quantile(p->samples, p->n, 0.5), "ns");
+	snprintf(name, sizeof(name), "%s.depth%" PRIu64 ".%s.p99", p->phase, p->depth, p->what);
+	report(name, (double)quantile(p->samples, p->n, 0.99), "ns");
+}
+
+enum {
+	LOOKUP_ROUNDS = 20
+};
+
+/*
+ * All depths live side by side in one store and are measured in interleaved rounds, so that
+ * RocksDB's state (memtables, files, caches) and the machine's noise are the same for each.
+ */
+static int
+measure_probes(struct eos_store *st, struct probe *probes, size_t n, unsigned iterations,
+	       struct eos_error *err)
+{
+	unsigned per_round = iterations / LOOKUP_ROUNDS + 1;
+	int r = 0;
+
+	for (size_t i = 0; i < n; i++)
+		probes[i].n = 0;
+	for (size_t i = 0; r >= 0 && i < n; i++) { /* warm-up: block cache, CPU caches */
+		r = probe_run(st, &probes[i], per_round, err);
+		probes[i].n = 0;
+	}
+	for (unsigned round = 0; r >= 0 && round < LOOKUP_ROUNDS; round++)
+		for (size_t i = 0; r >= 0 && i < n; i++)
+			r = probe_run(st, &probes[i], per_round, err);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		probe_report(&probes[i]);
+	return r;
+}
+
+static void
+probes_free(struct probe *probes, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(probes[i].samples);
+	free(probes);
+}
+
+static int
+probes_new(const struct bench_opts *o, struct probe **ret, size_t *ret_n)
+{
+	size_t n = 2 * o->ndepths;
+	struct probe *probes = calloc(n, sizeof(*probes));
+
+	if (!probes)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct probe *p = &probes[i];
+
+		p->phase = "lookup";
+		p->depth = o->depths[i / 2];
+		p->what = i % 2 ? "oldest" : "head";
+		p->version = i % 2 ? 1 : p->depth;
+		lookup_sandbox(p->depth, p->sandbox, sizeof(p->sandbox));
+		p->samples = calloc((o->iterations / LOOKUP_ROUNDS + 1) * (LOOKUP_ROUNDS + 1),
+				    sizeof(*p->samples));
+		if (!p->samples) {
+			probes_free(probes, n);
+			return -ENOMEM;
+		}
+	}
+	*ret = probes;
+	*ret_n = n;
+	return 0;
+}
+
+/*
+ * Measured twice: right after the history is written (it is still in RocksDB's memtable, a
+ * skiplist where 10000 versions of one path cost extra cache misses), and after the store is
+ * reopened (RocksDB flushes the memtable into sorted files on recovery): the steady state.
+ */
 static int
 cmd_lookup(const struct bench_opts *o, struct eos_error *err)
 {
 	EOS_CLEANUP(eos_store_closep) struct eos_store *st = NULL;
-	uint64_t head = 1;
+	struct probe *probes = NULL;
+	size_t n = 0;
 	int r;
 
 	r = open_store(o->store, 0, &st, err);
-	if (r >= 0)
-		r = create_tree(st, err);
 	for (size_t i = 0; r >= 0 && i < o->ndepths; i++) {
-		progress("lookup: building %" PRIu64 " layers", o->depths[i]);
-		r = grow_history(st, head, o->depths[i], err);
-		if (r < 0)
-			break;
-		head = EOS_MAX(head, o->depths[i]);
-		r = lookup_at_depth(st, o->depths[i], o->iterations, err);
+		progress("lookup: building a sandbox of %" PRIu64 " layers", o->depths[i]);
+		r = build_history(st, o->depths[i], err);
 	}
+	if (r < 0)
+		return r;
+	r = probes_new(o, &probes, &n);
+	if (r < 0)
+		return eos_error_set(err, r, "no memory for the lookup samples");
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		r = check_version(st, probes[i].sandbox, probes[i].version, err);
+	if (r >= 0)
+		r = measure_probes(st, probes, n, o->iterations, err);
+	eos_store_close(TAKE_PTR(st));
+	if (r >= 0)
+		r = open_store(o->store, 0, &st, err);
+	for (size_t i = 0; i < n; i++)
+		probes[i].phase = "lookup.flushed";
+	if (r >= 0)
+		r = measure_probes(st, probes, n, o->iterations, err);
+	probes_free(probes, n);
 	return r;
 }
 
