@@ -26,14 +26,16 @@ static bool fp_env_loaded;
 static struct fp_slot *
 fp_find(const char *name, bool create)
 {
+	size_t n = strlen(name);
+
 	for (int i = 0; i < FP_MAX; i++)
 		if (fp_slots[i].name[0] && strcmp(fp_slots[i].name, name) == 0)
 			return &fp_slots[i];
-	if (!create || strlen(name) >= sizeof(fp_slots[0].name))
+	if (!create || n >= sizeof(fp_slots[0].name))
 		return NULL;
 	for (int i = 0; i < FP_MAX; i++)
 		if (!fp_slots[i].name[0]) {
-			strcpy(fp_slots[i].name, name); /* length checked above */
+			memcpy(fp_slots[i].name, name, n + 1);
 			return &fp_slots[i];
 		}
 	return NULL;

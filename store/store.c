@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,16 +68,47 @@ eos_layer_id_parse(const char *s, uint64_t *ret)
 	return 0;
 }
 
+/*
+ * The pid holding a flock on fd's file, from /proc/locks ("1: FLOCK ADVISORY WRITE <pid>
+ * <maj>:<min>:<ino> 0 EOF", device numbers in hex), 0 when not found.
+ */
+static long
+flock_holder(int fd)
+{
+	cleanup_fclose FILE *f = fopen("/proc/locks", "re");
+	char line[256];
+	struct stat sb;
+
+	if (!f || fstat(fd, &sb) < 0)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned maj, min;
+		unsigned long long ino;
+		long pid;
+
+		if (sscanf(line, "%*d: FLOCK %*s %*s %ld %x:%x:%llu", &pid, &maj, &min, &ino) ==
+			    4 &&
+		    maj == major(sb.st_dev) && min == minor(sb.st_dev) && ino == sb.st_ino)
+			return pid;
+	}
+	return 0;
+}
+
 /* Read the pid recorded in an owner lock file, 0 when unknown. */
 static long
 owner_pid(int fd)
 {
-	char buf[32] = { 0 };
+	char buf[32] = { 0 }, *end = NULL;
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	long pid;
 
 	if (n <= 0)
 		return 0;
-	return strtol(buf, NULL, 10);
+	errno = 0;
+	pid = strtol(buf, &end, 10);
+	if (errno || end == buf || (*end != '\n' && *end != '\0') || pid <= 0)
+		return 0; /* not written yet, or not by eos */
+	return pid;
 }
 
 static int
@@ -84,7 +116,8 @@ take_owner_lock(const char *dir, int *ret_fd, struct eos_error *err)
 {
 	cleanup_free char *path = NULL;
 	cleanup_close int fd = -1;
-	char pid[32];
+	char text[32];
+	long pid;
 	int n;
 
 	if (asprintf(&path, "%s/owner.lock", dir) < 0)
@@ -96,11 +129,16 @@ take_owner_lock(const char *dir, int *ret_fd, struct eos_error *err)
 		if (errno != EWOULDBLOCK)
 			return eos_error_set(err, eos_neg_errno(), "lock '%s': %s", path,
 					     strerror(errno));
-		return eos_error_set(err, -EBUSY, "store '%s' is in use by pid %ld", dir,
-				     owner_pid(fd));
+		pid = flock_holder(fd);
+		if (pid <= 0)
+			pid = owner_pid(fd);
+		if (pid > 0)
+			return eos_error_set(err, -EBUSY, "store '%s' is in use by pid %ld", dir,
+					     pid);
+		return eos_error_set(err, -EBUSY, "store '%s' is in use by another process", dir);
 	}
-	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+	n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, text, (size_t)n, 0) != n)
 		return eos_error_set(err, eos_neg_errno(), "write '%s': %s", path, strerror(errno));
 	*ret_fd = TAKE_FD(fd);
 	return 0;
