@@ -111,7 +111,7 @@ eos_codec_encode(const void *raw, size_t n, int level, struct eos_buf *out)
 	ssize_t z;
 	int r;
 
-	if (n > UINT32_MAX || ZSTD_isError(bound))
+	if (n > EOS_CODEC_RAW_MAX || ZSTD_isError(bound))
 		return -EFBIG;
 	r = eos_buf_reserve(out, EOS_CODEC_HEADER_LEN + bound);
 	if (r < 0)
@@ -148,6 +148,10 @@ parse_header(const uint8_t *p, size_t n, enum eos_codec_id *ret_codec, uint32_t 
 	case EOS_CODEC_ZSTD:
 		*ret_codec = (enum eos_codec_id)p[2];
 		*ret_len = eos_get_le32(p + 4);
+		if (*ret_len > EOS_CODEC_RAW_MAX) {
+			*ret_what = "raw length above the frame limit";
+			return -EBADMSG;
+		}
 		return 0;
 	}
 	*ret_what = "unknown codec";
@@ -186,6 +190,15 @@ decompress_payload(const uint8_t *p, size_t n, uint32_t raw_len, struct eos_buf 
 	/* The encoder always records the content size: it bounds the allocation below. */
 	if (content != raw_len) {
 		*ret_what = "zstd frame size does not match the header";
+		return -EBADMSG;
+	}
+	/*
+	 * A corrupt size (header and frame alike) must not allocate more than the payload can
+	 * expand to: each zstd block yields at most ZSTD_BLOCKSIZE_MAX bytes and has a 3-byte
+	 * header (RFC 8878), so 20 bytes cannot claim 4 GiB.
+	 */
+	if (raw_len / ZSTD_BLOCKSIZE_MAX > n / 3) {
+		*ret_what = "zstd frame too short for its size";
 		return -EBADMSG;
 	}
 	if (eos_buf_reserve(out, raw_len) < 0)

@@ -24,11 +24,17 @@ enum {
 	EOS_CODEC_HEADER_LEN = 8,
 	EOS_CODEC_MAGIC = 0xE0,
 	EOS_CODEC_FORMAT = 1,
+	/*
+	 * Largest raw length of a frame (chunks are at most EOS_CHUNK_MAX = 256 KiB): bounds what
+	 * a corrupt header can make a reader allocate.
+	 */
+	EOS_CODEC_RAW_MAX = 4 << 20,
 };
 
 /*
  * Append the frame of n raw bytes to out, compressed with zstd at level (stored raw when zstd
- * does not make it smaller). Thread-safe (per-thread compression contexts).
+ * does not make it smaller). -EFBIG when n > EOS_CODEC_RAW_MAX. Thread-safe (per-thread
+ * compression contexts).
  */
 int eos_codec_encode(const void *raw, size_t n, int level, struct eos_buf *out);
 
