@@ -9,6 +9,7 @@ tests_unit_libeos_testutil_a_CFLAGS = $(TEST_CFLAGS)
 
 UNIT_TESTS = \
 	tests/unit/test-common \
+	tests/unit/test-hashmap \
 	tests/unit/test-store \
 	tests/unit/test-kv \
 	tests/unit/test-codec \
@@ -30,6 +31,9 @@ TESTS += $(UNIT_TESTS)
 tests_unit_test_common_SOURCES = tests/unit/test-common.c
 tests_unit_test_common_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_common_LDADD = $(TEST_LDADD)
+tests_unit_test_hashmap_SOURCES = tests/unit/test-hashmap.c
+tests_unit_test_hashmap_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_hashmap_LDADD = $(TEST_LDADD)
 tests_unit_test_store_SOURCES = tests/unit/test-store.c
 tests_unit_test_store_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_store_LDADD = $(TEST_LDADD)
