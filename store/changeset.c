@@ -21,88 +21,9 @@
 #include "store/store-internal.h"
 
 enum {
-	PATHMAP_MIN_CAP = 64,
 	SYMLINK_TARGET_MAX = 4095,
 	GENERATED_ID_BYTES = 6, /* "eos-" + 12 hex digits */
 };
-
-/* --- path map ----------------------------------------------------------------------------------
- */
-
-static size_t
-pathmap_hash(const char *key, size_t klen)
-{
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-
-	for (size_t i = 0; i < klen; i++)
-		h = (h ^ (uint8_t)key[i]) * 0x100000001b3ULL;
-	return (size_t)(h ^ (h >> 32));
-}
-
-static struct eos_pathmap_slot *
-pathmap_find(struct eos_pathmap_slot *slots, size_t cap, const char *key, size_t klen)
-{
-	size_t i = pathmap_hash(key, klen) & (cap - 1);
-
-	while (slots[i].key && (slots[i].klen != klen || memcmp(slots[i].key, key, klen) != 0))
-		i = (i + 1) & (cap - 1);
-	return &slots[i];
-}
-
-static int
-pathmap_grow(struct eos_pathmap *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : PATHMAP_MIN_CAP;
-	struct eos_pathmap_slot *slots = calloc(cap, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->slots[i].key)
-			*pathmap_find(slots, cap, m->slots[i].key, m->slots[i].klen) = m->slots[i];
-	free(m->slots);
-	m->slots = slots;
-	m->cap = cap;
-	return 0;
-}
-
-void
-eos_pathmap_release(struct eos_pathmap *m)
-{
-	free(m->slots);
-	m->slots = NULL;
-	m->cap = m->n = 0;
-}
-
-void *
-eos_pathmap_get(const struct eos_pathmap *m, const char *key, size_t klen)
-{
-	if (m->cap == 0)
-		return NULL;
-	return pathmap_find(m->slots, m->cap, key, klen)->value;
-}
-
-int
-eos_pathmap_put(struct eos_pathmap *m, const char *key, void *value)
-{
-	size_t klen = strlen(key);
-	struct eos_pathmap_slot *s;
-
-	if ((m->n + 1) * 2 > m->cap) {
-		int r = pathmap_grow(m);
-
-		if (r < 0)
-			return r;
-	}
-	s = pathmap_find(m->slots, m->cap, key, klen);
-	if (s->key)
-		return -EEXIST;
-	s->key = key;
-	s->klen = klen;
-	s->value = value;
-	m->n++;
-	return 0;
-}
 
 /* --- ops ---------------------------------------------------------------------------------------
  */
@@ -170,7 +91,7 @@ changeset_add_locked(struct eos_changeset *cs, struct eos_op *op, struct eos_err
 		return r;
 	if (eos_buf_array_reserve(&cs->ops, &cs->cap, cs->nops, sizeof(*cs->ops), 64) < 0)
 		return -ENOMEM;
-	r = eos_pathmap_put(&cs->paths, op->path, op);
+	r = eos_hashmap_put(&cs->paths, op->path, strlen(op->path), op);
 	if (r == -EEXIST)
 		return eos_error_set(err, -EEXIST, "'%s' is staged twice", op->path);
 	if (r < 0)
@@ -380,7 +301,7 @@ eos_changeset_free(struct eos_changeset *cs)
 	for (size_t i = 0; i < cs->nops; i++)
 		op_free(cs->ops[i]);
 	free(cs->ops);
-	eos_pathmap_release(&cs->paths);
+	eos_hashmap_release(&cs->paths);
 	if (cs->writer)
 		eos_content_writer_free(cs->writer);
 	if (cs->pinned)
@@ -682,7 +603,7 @@ set_xattr_locked(struct eos_changeset *cs, const char *path, const struct eos_xa
 	r = changeset_check_open_locked(cs, err);
 	if (r < 0)
 		return r;
-	op = eos_pathmap_get(&cs->paths, path, strlen(path));
+	op = eos_hashmap_get(&cs->paths, path, strlen(path));
 	if (!op)
 		return eos_error_set(err, -ENOENT, "xattr '%s' of '%s': the path is not staged",
 				     e->name, path);

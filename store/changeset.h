@@ -70,6 +70,7 @@
 
 #include "common/buf.h"
 #include "common/error.h"
+#include "common/hashmap.h"
 
 #include "store/entry.h"
 #include "store/sandbox.h"
@@ -79,27 +80,6 @@ struct eos_content_writer;
 struct eos_kv_batch;
 struct eos_kv_snapshot;
 struct eos_refdelta;
-
-/* --- path map: path (borrowed, NUL-terminated) -> pointer, open addressing ------------------- */
-
-struct eos_pathmap_slot {
-	const char *key; /* NULL: empty */
-	size_t klen;
-	void *value;
-};
-
-struct eos_pathmap {
-	struct eos_pathmap_slot *slots;
-	size_t cap; /* 0 or a power of two */
-	size_t n;
-};
-
-/* Zero-initialised maps are valid and empty. */
-void eos_pathmap_release(struct eos_pathmap *m);
-/* The value of key[0..klen), or NULL. */
-void *eos_pathmap_get(const struct eos_pathmap *m, const char *key, size_t klen);
-/* Insert key (borrowed: must outlive the map). -EEXIST when present, -ENOMEM. */
-int eos_pathmap_put(struct eos_pathmap *m, const char *key, void *value);
 
 /* --- staged operations ------------------------------------------------------------------------ */
 
@@ -152,7 +132,7 @@ struct eos_changeset {
 	enum eos_changeset_state state;
 	struct eos_op **ops;
 	size_t nops, cap;
-	struct eos_pathmap paths; /* op path -> struct eos_op * */
+	struct eos_hashmap paths; /* op path (without NUL) -> struct eos_op * */
 };
 
 /*
@@ -192,9 +172,10 @@ struct eos_commit {
 	uint64_t sbx, head, version;
 	struct eos_commit_plan *plans;
 	size_t n;
-	struct eos_pathmap staged;  /* path -> struct eos_commit_plan */
-	struct eos_pathmap dirs;    /* path -> directory state at H (private to commit.c) */
-	struct eos_pathmap sources; /* path -> struct eos_commit_link_source */
+	/* Path maps; keys are paths without their NUL, values pointers. */
+	struct eos_hashmap staged;  /* path -> struct eos_commit_plan */
+	struct eos_hashmap dirs;    /* path -> directory state at H (private to commit.c) */
+	struct eos_hashmap sources; /* path -> struct eos_commit_link_source */
 	struct eos_sandbox_record record;
 	bool record_loaded, record_dirty;
 	struct eos_kv_batch *batch;

@@ -95,7 +95,7 @@ link_source_new(struct eos_commit *cx, const struct eos_commit_plan *p,
 	memcpy(s->path, target, strlen(target) + 1);
 	s->e = *e;
 	free(e);
-	r = eos_pathmap_put(&cx->sources, s->path, s);
+	r = eos_hashmap_put(&cx->sources, s->path, strlen(s->path), s);
 	if (r < 0) {
 		eos_entry_release(&s->e);
 		free(s);
@@ -109,7 +109,7 @@ static int
 link_from_head(struct eos_commit *cx, struct eos_commit_plan *p, struct eos_error *err)
 {
 	const char *target = p->op->target;
-	struct eos_commit_link_source *s = eos_pathmap_get(&cx->sources, target, strlen(target));
+	struct eos_commit_link_source *s = eos_hashmap_get(&cx->sources, target, strlen(target));
 	int r;
 
 	if (!s) {
@@ -168,7 +168,7 @@ link_resolve(struct eos_commit *cx, struct eos_commit_plan *p, struct eos_error 
 	if (p->linking)
 		return eos_error_set(err, -ELOOP, "hard link '%s' loops", p->op->path);
 	p->linking = true;
-	t = eos_pathmap_get(&cx->staged, target, strlen(target));
+	t = eos_hashmap_get(&cx->staged, target, strlen(target));
 	r = t ? link_from_staged(cx, p, t, err) : link_from_head(cx, p, err);
 	p->linking = false;
 	p->linked = r >= 0;

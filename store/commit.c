@@ -64,11 +64,11 @@ staged_ancestor(const struct eos_commit *cx, const char *path)
 	for (size_t i = len; i-- > 0;) {
 		if (path[i] != '/')
 			continue;
-		p = eos_pathmap_get(&cx->staged, path, i);
+		p = eos_hashmap_get(&cx->staged, path, i);
 		if (p)
 			return p;
 	}
-	return eos_pathmap_get(&cx->staged, "", 0);
+	return eos_hashmap_get(&cx->staged, "", 0);
 }
 
 static int
@@ -101,7 +101,7 @@ static int
 dir_at_head(struct eos_commit *cx, const char *path, size_t plen, const struct dir_state **ret,
 	    struct eos_error *err)
 {
-	const struct dir_state *cached = eos_pathmap_get(&cx->dirs, path, plen);
+	const struct dir_state *cached = eos_hashmap_get(&cx->dirs, path, plen);
 	cleanup_free struct dir_state *d = NULL;
 	int r;
 
@@ -115,7 +115,7 @@ dir_at_head(struct eos_commit *cx, const char *path, size_t plen, const struct d
 	memcpy(d->path, path, plen);
 	r = dir_resolve(cx, d, err);
 	if (r >= 0)
-		r = eos_pathmap_put(&cx->dirs, d->path, d);
+		r = eos_hashmap_put(&cx->dirs, d->path, strlen(d->path), d);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(d);
@@ -127,7 +127,7 @@ static int
 parent_floor(struct eos_commit *cx, const char *path, size_t plen, uint64_t *ret,
 	     struct eos_error *err)
 {
-	const struct eos_commit_plan *q = eos_pathmap_get(&cx->staged, path, plen);
+	const struct eos_commit_plan *q = eos_hashmap_get(&cx->staged, path, plen);
 	const struct dir_state *d = NULL;
 	int r;
 
@@ -376,11 +376,11 @@ stage_entries(struct eos_commit *cx, struct eos_error *err)
 		if (r < 0)
 			return r;
 	}
-	for (size_t i = 0; i < cx->sources.cap; i++) {
-		const struct eos_commit_link_source *s = cx->sources.slots[i].value;
+	for (struct eos_hashmap_iter it = { 0 }; eos_hashmap_next(&cx->sources, &it);) {
+		const struct eos_commit_link_source *s = it.value->ptr;
 		int r;
 
-		if (!s || !s->rewrite)
+		if (!s->rewrite)
 			continue;
 		r = stage_record(cx, s->path, &s->e);
 		if (r < 0)
@@ -584,8 +584,10 @@ commit_prepare(struct eos_commit *cx, struct eos_changeset *cs)
 	if (!cx->plans)
 		return -ENOMEM;
 	for (size_t i = 0; i < cx->n; i++) {
+		const char *path = cs->ops[i]->path;
+
 		cx->plans[i].op = cs->ops[i];
-		r = eos_pathmap_put(&cx->staged, cs->ops[i]->path, &cx->plans[i]);
+		r = eos_hashmap_put(&cx->staged, path, strlen(path), &cx->plans[i]);
 		if (r < 0)
 			return r;
 	}
@@ -601,18 +603,17 @@ commit_release(struct eos_commit *cx)
 	for (size_t i = 0; cx->plans && i < cx->n; i++)
 		eos_commit_entry_free(cx->plans[i].before);
 	free(cx->plans);
-	for (size_t i = 0; i < cx->dirs.cap; i++)
-		free(cx->dirs.slots[i].value);
-	for (size_t i = 0; i < cx->sources.cap; i++) {
-		struct eos_commit_link_source *s = cx->sources.slots[i].value;
+	for (struct eos_hashmap_iter it = { 0 }; eos_hashmap_next(&cx->dirs, &it);)
+		free(it.value->ptr);
+	for (struct eos_hashmap_iter it = { 0 }; eos_hashmap_next(&cx->sources, &it);) {
+		struct eos_commit_link_source *s = it.value->ptr;
 
-		if (s)
-			eos_entry_release(&s->e);
+		eos_entry_release(&s->e);
 		free(s);
 	}
-	eos_pathmap_release(&cx->staged);
-	eos_pathmap_release(&cx->dirs);
-	eos_pathmap_release(&cx->sources);
+	eos_hashmap_release(&cx->staged);
+	eos_hashmap_release(&cx->dirs);
+	eos_hashmap_release(&cx->sources);
 	if (cx->snap)
 		eos_kv_snapshot_free(cx->st->kv, cx->snap);
 	if (cx->batch)

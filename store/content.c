@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "common/endian.h"
 #include "common/failpoint.h"
+#include "common/hashmap.h"
 
 #include "store/chunker.h"
 #include "store/codec.h"
@@ -22,21 +22,13 @@ enum {
 	MANIFEST_HEADER_LEN = 1 + 4,
 	MANIFEST_ENTRY_LEN = EOS_DIGEST_LEN + 4,
 	PUT_FD_BUFFER = 4 * EOS_CHUNK_MAX, /* >= 2 × max: a full chunk always fits after a refill */
-	DIGEST_SET_MIN = 64,
-};
-
-/* Open-addressing set of digests (linear probing, load factor <= 1/2). */
-struct digest_set {
-	struct eos_digest *slots;
-	bool *used;
-	size_t cap, count;
 };
 
 struct eos_content_writer {
 	struct eos_store *st;
 	pthread_mutex_t lock;
-	struct digest_set chunks;	       /* chunks this writer wrote; protected by lock */
-	struct digest_set manifests;	       /* manifests this writer wrote; protected by lock */
+	struct eos_hashmap chunks;    /* digests of chunks this writer wrote; protected by lock */
+	struct eos_hashmap manifests; /* digests of manifests it wrote; protected by lock */
 	struct eos_content_writer_stats stats; /* protected by lock */
 };
 
@@ -52,78 +44,6 @@ hexd(const struct eos_digest *d)
 
 	eos_digest_hex(d, h.s);
 	return h;
-}
-
-/* --- digest set ------------------------------------------------------------------------------- */
-
-static size_t
-set_slot(const struct digest_set *s, const struct eos_digest *d)
-{
-	size_t i = (size_t)eos_get_le64(d->b) & (s->cap - 1);
-
-	while (s->used[i] && !eos_digest_eq(&s->slots[i], d))
-		i = (i + 1) & (s->cap - 1);
-	return i;
-}
-
-static bool
-set_has(const struct digest_set *s, const struct eos_digest *d)
-{
-	return s->cap > 0 && s->used[set_slot(s, d)];
-}
-
-static int
-set_grow(struct digest_set *s)
-{
-	struct digest_set n = { .cap = s->cap ? s->cap * 2 : DIGEST_SET_MIN };
-
-	n.slots = calloc(n.cap, sizeof(*n.slots));
-	n.used = calloc(n.cap, sizeof(*n.used));
-	if (!n.slots || !n.used) {
-		free(n.slots);
-		free(n.used);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < s->cap; i++) {
-		size_t j;
-
-		if (!s->used[i])
-			continue;
-		j = set_slot(&n, &s->slots[i]);
-		n.slots[j] = s->slots[i];
-		n.used[j] = true;
-		n.count++;
-	}
-	free(s->slots);
-	free(s->used);
-	*s = n;
-	return 0;
-}
-
-/* Add d (no-op when present). A failed growth only costs a later duplicate write. */
-static void
-set_add(struct digest_set *s, const struct eos_digest *d)
-{
-	size_t i;
-
-	if ((s->count + 1) * 2 > s->cap && set_grow(s) < 0)
-		return;
-	i = set_slot(s, d);
-	if (s->used[i])
-		return;
-	s->slots[i] = *d;
-	s->used[i] = true;
-	s->count++;
-}
-
-static void
-set_release(struct digest_set *s)
-{
-	free(s->slots);
-	free(s->used);
-	s->slots = NULL;
-	s->used = NULL;
-	s->cap = s->count = 0;
 }
 
 /* --- writer ----------------------------------------------------------------------------------- */
@@ -146,8 +66,8 @@ eos_content_writer_free(struct eos_content_writer *w)
 {
 	if (!w)
 		return;
-	set_release(&w->chunks);
-	set_release(&w->manifests);
+	eos_hashmap_release(&w->chunks);
+	eos_hashmap_release(&w->manifests);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
 }
@@ -161,22 +81,25 @@ eos_content_writer_stats(struct eos_content_writer *w, struct eos_content_writer
 }
 
 static bool
-writer_has(struct eos_content_writer *w, struct digest_set *s, const struct eos_digest *d)
+writer_has(struct eos_content_writer *w, struct eos_hashmap *s, const struct eos_digest *d)
 {
 	bool has;
 
 	pthread_mutex_lock(&w->lock);
-	has = set_has(s, d);
+	has = eos_hashmap_find(s, d->b, EOS_DIGEST_LEN) != NULL;
 	pthread_mutex_unlock(&w->lock);
 	return has;
 }
 
+/* Note that d was written. A failed insertion only costs a later duplicate write. */
 static void
-writer_note(struct eos_content_writer *w, struct digest_set *s, const struct eos_digest *d,
+writer_note(struct eos_content_writer *w, struct eos_hashmap *s, const struct eos_digest *d,
 	    size_t frame_len)
 {
+	union eos_hashmap_value *v;
+
 	pthread_mutex_lock(&w->lock);
-	set_add(s, d);
+	(void)eos_hashmap_get_or_insert(s, d->b, EOS_DIGEST_LEN, &v);
 	if (s == &w->chunks) {
 		w->stats.chunks_written++;
 		w->stats.stored_bytes += frame_len;
@@ -197,7 +120,7 @@ static int
 object_needed(struct eos_content_writer *w, enum eos_ref_type type, const struct eos_digest *d,
 	      struct eos_error *err)
 {
-	struct digest_set *s = type == EOS_REF_CHUNK ? &w->chunks : &w->manifests;
+	struct eos_hashmap *s = type == EOS_REF_CHUNK ? &w->chunks : &w->manifests;
 	uint64_t count = 0;
 	int r;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reference counts: an open-addressing hash map of (type, digest) -> delta, applied by
+ * Reference counts: a hash map (common/hashmap.h) of (type, digest) -> delta, applied by
  * read-modify-write into the caller's batch. See store/refs.h for the meaning of the counts.
  */
 #include "store/refs.h"
@@ -13,24 +13,14 @@
 #include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/endian.h"
+#include "common/hashmap.h"
 
 #include "store/content.h"
 #include "store/kv.h"
 #include "store/store-internal.h"
 
-enum {
-	REFDELTA_MIN_CAP = 64, /* power of two */
-};
-
-struct refdelta_slot {
-	uint8_t key[EOS_REF_KEY_LEN]; /* key[0] == 0: empty slot */
-	int64_t delta;
-};
-
 struct eos_refdelta {
-	struct refdelta_slot *slots;
-	size_t cap; /* power of two */
-	size_t n;
+	struct eos_hashmap deltas; /* eos_ref_key() -> i64 delta */
 };
 
 /* One key of a pass of eos_refdelta_apply(): its delta and the count read from the store. */
@@ -54,12 +44,7 @@ eos_refdelta_new(struct eos_refdelta **ret)
 
 	if (!d)
 		return -ENOMEM;
-	d->slots = calloc(REFDELTA_MIN_CAP, sizeof(*d->slots));
-	if (!d->slots) {
-		free(d);
-		return -ENOMEM;
-	}
-	d->cap = REFDELTA_MIN_CAP;
+	eos_hashmap_init(&d->deltas);
 	*ret = d;
 	return 0;
 }
@@ -69,44 +54,8 @@ eos_refdelta_free(struct eos_refdelta *d)
 {
 	if (!d)
 		return;
-	free(d->slots);
+	eos_hashmap_release(&d->deltas);
 	free(d);
-}
-
-static size_t
-refdelta_hash(const uint8_t key[EOS_REF_KEY_LEN])
-{
-	/* Digests are uniformly distributed already: their first bytes make a good hash. */
-	uint64_t h = eos_get_le64(key + 1) ^ ((uint64_t)key[0] * 0x9E3779B97F4A7C15ULL);
-
-	return (size_t)(h ^ (h >> 29));
-}
-
-static struct refdelta_slot *
-refdelta_find(struct refdelta_slot *slots, size_t cap, const uint8_t key[EOS_REF_KEY_LEN])
-{
-	size_t i = refdelta_hash(key) & (cap - 1);
-
-	while (slots[i].key[0] && memcmp(slots[i].key, key, EOS_REF_KEY_LEN) != 0)
-		i = (i + 1) & (cap - 1);
-	return &slots[i];
-}
-
-static int
-refdelta_grow(struct eos_refdelta *d)
-{
-	size_t cap = d->cap * 2;
-	struct refdelta_slot *slots = calloc(cap, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < d->cap; i++)
-		if (d->slots[i].key[0])
-			*refdelta_find(slots, cap, d->slots[i].key) = d->slots[i];
-	free(d->slots);
-	d->slots = slots;
-	d->cap = cap;
-	return 0;
 }
 
 int
@@ -114,23 +63,14 @@ eos_refdelta_add(struct eos_refdelta *d, enum eos_ref_type type, const struct eo
 		 int64_t delta)
 {
 	uint8_t key[EOS_REF_KEY_LEN];
-	struct refdelta_slot *s;
+	union eos_hashmap_value *v;
+	int r;
 
 	eos_ref_key(key, type, dg);
-	s = refdelta_find(d->slots, d->cap, key);
-	if (!s->key[0]) {
-		if ((d->n + 1) * 2 > d->cap) {
-			int r = refdelta_grow(d);
-
-			if (r < 0)
-				return r;
-			s = refdelta_find(d->slots, d->cap, key);
-		}
-		memcpy(s->key, key, EOS_REF_KEY_LEN);
-		s->delta = 0;
-		d->n++;
-	}
-	s->delta += delta;
+	r = eos_hashmap_get_or_insert(&d->deltas, key, sizeof(key), &v);
+	if (r < 0)
+		return r;
+	v->i64 += delta;
 	return 0;
 }
 
@@ -151,22 +91,23 @@ eos_refdelta_add_content(struct eos_refdelta *d, const struct eos_content *c, in
 
 /* Copy the non-zero deltas of one type out of the map (it may grow while they are processed). */
 static int
-refdelta_collect(const struct eos_refdelta *d, enum eos_ref_type type, struct ref_item **ret,
+refdelta_collect(struct eos_refdelta *d, enum eos_ref_type type, struct ref_item **ret,
 		 size_t *ret_n)
 {
 	cleanup_free struct ref_item *items = NULL;
+	struct eos_hashmap_iter it = { 0 };
 	size_t n = 0;
 
-	items = calloc(d->n ? d->n : 1, sizeof(*items));
+	items = calloc(eos_hashmap_count(&d->deltas) ?: 1, sizeof(*items));
 	if (!items)
 		return -ENOMEM;
-	for (size_t i = 0; i < d->cap; i++) {
-		const struct refdelta_slot *s = &d->slots[i];
+	while (eos_hashmap_next(&d->deltas, &it)) {
+		const uint8_t *key = it.key;
 
-		if (s->key[0] != (uint8_t)type || s->delta == 0)
+		if (key[0] != (uint8_t)type || it.value->i64 == 0)
 			continue;
-		memcpy(items[n].key, s->key, EOS_REF_KEY_LEN);
-		items[n++].delta = s->delta;
+		memcpy(items[n].key, key, EOS_REF_KEY_LEN);
+		items[n++].delta = it.value->i64;
 	}
 	*ret = TAKE_PTR(items);
 	*ret_n = n;
