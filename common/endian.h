@@ -22,6 +22,22 @@ eos_get_be64(const uint8_t *p)
 }
 
 static inline void
+eos_put_be32(uint8_t *p, uint32_t v)
+{
+	for (int i = 3; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static inline uint32_t
+eos_get_be32(const uint8_t *p)
+{
+	uint32_t v = 0;
+	for (int i = 0; i < 4; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static inline void
 eos_put_le64(uint8_t *p, uint64_t v)
 {
 	for (int i = 0; i < 8; i++, v >>= 8)

@@ -79,5 +79,5 @@ int eos_hashmap_put(struct eos_hashmap *m, const void *key, size_t klen, void *v
  * Inserting during an iteration invalidates it.
  */
 bool eos_hashmap_next(struct eos_hashmap *m, struct eos_hashmap_iter *it);
-/* The 64-bit hash of key[0..klen) the map uses (exposed for tests). */
+/* The 64-bit hash of key[0..klen) the map uses (for tests, and callers that shard by it). */
 uint64_t eos_hashmap_hash(const void *key, size_t klen);

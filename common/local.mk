@@ -9,6 +9,7 @@ common_libeos_common_a_SOURCES = \
 	common/digest.c common/digest.h \
 	common/json.c common/json.h \
 	common/hashmap.c common/hashmap.h \
+	common/statedir.c common/statedir.h \
 	common/failpoint.h \
 	common/endian.h
 if EOS_FAILPOINTS

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "common/cleanup.h"
+#include "common/statedir.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/path.h"
@@ -198,33 +199,6 @@ tool_usage(struct tool *t, const char *fmt, ...)
 }
 
 /* --- store location --------------------------------------------------------------------------- */
-
-static const char *
-env_nonempty(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v && v[0] ? v : NULL;
-}
-
-static int
-default_store_dir(char **ret)
-{
-	const char *v;
-	int r;
-
-	if ((v = env_nonempty("EOS_STORE")))
-		r = asprintf(ret, "%s", v);
-	else if ((v = env_nonempty("EOS_STATE_DIR")))
-		r = asprintf(ret, "%s/store", v);
-	else if ((v = env_nonempty("XDG_DATA_HOME")))
-		r = asprintf(ret, "%s/eos/store", v);
-	else if ((v = env_nonempty("HOME")))
-		r = asprintf(ret, "%s/.local/share/eos/store", v);
-	else
-		return -ENOENT;
-	return r < 0 ? -ENOMEM : 0;
-}
 
 /* mkdir -p of every directory above path (not path itself). */
 static int
@@ -764,7 +738,7 @@ run(struct tool *t, int argc, char **argv)
 			print_command_usage(stdout, p.cmd);
 		return status;
 	}
-	if (!t->store_dir && default_store_dir(&t->store_dir) < 0)
+	if (!t->store_dir && eos_default_store_dir(&t->store_dir) < 0)
 		return tool_failf(t, -ENOENT,
 				  "no store: pass --store DIR or set $EOS_STORE or $HOME");
 	return p.cmd->fn(t, &a);

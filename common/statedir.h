@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+/* common/statedir: where eos keeps its state when the caller does not say. */
+#pragma once
+
+/*
+ * The default store directory: $EOS_STORE, else $EOS_STATE_DIR/store, else
+ * $XDG_DATA_HOME/eos/store, else $HOME/.local/share/eos/store. Caller owns *ret.
+ * -ENOENT when none of these variables is set.
+ */
+int eos_default_store_dir(char **ret);
