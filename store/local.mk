@@ -13,7 +13,8 @@ store_libeos_store_a_SOURCES = \
 	store/refs.h store/refs.c \
 	store/changeset.h store/changeset.c store/commit.c store/commit-record.c \
 	store/import.h store/import.c store/import-pool.c store/import-tar.c \
-	store/squash.c store/gc.c store/fsck.c store/destroy.c store/stats.c
+	store/squash.c store/gc.c store/fsck.c store/destroy.c store/stats.c \
+	store/session.c
 # RocksDB is C++: link with the C++ runtime.
 STORE_LIBS = store/libeos-store.a $(COMMON_LIBS) $(ROCKSDB_LIBS) $(ZSTD_LIBS) $(ARCHIVE_LIBS) \
 	$(CRYPTO_LIBS) -lstdc++ -lm

@@ -34,22 +34,27 @@ id_char_valid(char c, bool first)
 }
 
 int
-eos_sandbox_id_check(const char *id, struct eos_error *err)
+eos_store_name_check(const char *what, const char *name, size_t max, struct eos_error *err)
 {
-	size_t n = strnlen(id, EOS_SANDBOX_ID_MAX + 1);
+	size_t n = strnlen(name, max + 1);
 
 	if (n == 0)
-		return eos_error_set(err, -EINVAL, "empty sandbox id");
-	if (n > EOS_SANDBOX_ID_MAX)
-		return eos_error_set(err, -EINVAL,
-				     "sandbox id '%.64s…' is longer than %d characters", id,
-				     EOS_SANDBOX_ID_MAX);
+		return eos_error_set(err, -EINVAL, "empty %s", what);
+	if (n > max)
+		return eos_error_set(err, -EINVAL, "%s '%.64s…' is longer than %zu characters",
+				     what, name, max);
 	for (size_t i = 0; i < n; i++)
-		if (!id_char_valid(id[i], i == 0))
-			return eos_error_set(
-				err, -EINVAL,
-				"sandbox id '%s' is invalid: [A-Za-z0-9._-], alnum first", id);
+		if (!id_char_valid(name[i], i == 0))
+			return eos_error_set(err, -EINVAL,
+					     "%s '%s' is invalid: [A-Za-z0-9._-], alnum first",
+					     what, name);
 	return 0;
+}
+
+int
+eos_sandbox_id_check(const char *id, struct eos_error *err)
+{
+	return eos_store_name_check("sandbox id", id, EOS_SANDBOX_ID_MAX, err);
 }
 
 /* Record: u8 format 1, lp id, lp source, le64 created_ns, le64 next_link_group. */

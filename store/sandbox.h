@@ -42,6 +42,9 @@ struct eos_sandbox_record {
 int eos_sandbox_record_encode(const struct eos_sandbox_record *r, struct eos_buf *out);
 int eos_sandbox_record_decode(const void *p, size_t n, struct eos_sandbox_record *ret);
 
+/* Check an id-like name ([A-Za-z0-9._-], alnum first, 1..max bytes); messages say "what". */
+int eos_store_name_check(const char *what, const char *name, size_t max, struct eos_error *err);
+
 /* be64 sbx · name appended to out. */
 int eos_meta_key(struct eos_buf *out, uint64_t sbx, const char *name);
 /* be64 sbx · be64 version appended to out. */

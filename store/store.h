@@ -354,6 +354,61 @@ struct eos_import_result {
 int eos_store_import(struct eos_store *st, const char *src, const struct eos_import_options *opts,
 		     struct eos_import_result *ret, struct eos_error *err);
 
+/* --- workspace sessions ----------------------------------------------------------------------- */
+
+/*
+ * A session is a lease on a version (named "session:<name>") plus a private delta: opaque
+ * key/value records the FUSE view (fs/) keeps in the session column family, and a data
+ * directory <store>/sessions/<sandbox>/<name> for file contents. Names follow the sandbox id
+ * rules ([A-Za-z0-9._-], first character alphanumeric, at most EOS_SESSION_NAME_MAX bytes).
+ */
+enum { EOS_SESSION_NAME_MAX = 64 };
+
+struct eos_session_info {
+	char name[EOS_SESSION_NAME_MAX + 1];
+	uint64_t version; /* the leased version the delta applies to */
+	int64_t created_ns;
+};
+
+int eos_session_name_check(const char *name, struct eos_error *err);
+/* Create session name on version v (0 = head): record and lease in one batch. -EEXIST if it
+ * exists. ret may be NULL. */
+int eos_store_session_create(struct eos_store *st, const char *sandbox, const char *name,
+			     uint64_t v, struct eos_session_info *ret, struct eos_error *err);
+/* The session's record, or -ENOENT "session 'n' of sandbox 's' does not exist". */
+int eos_store_session_get(struct eos_store *st, const char *sandbox, const char *name,
+			  struct eos_session_info *ret, struct eos_error *err);
+/* All sessions of the sandbox sorted by name. Caller owns *ret (free()). */
+int eos_store_session_list(struct eos_store *st, const char *sandbox,
+			   struct eos_session_info **ret, size_t *ret_n, struct eos_error *err);
+/* Delete the session: its records and lease (one synced batch), then its data directory. */
+int eos_store_session_remove(struct eos_store *st, const char *sandbox, const char *name,
+			     struct eos_error *err);
+/* Path of the session's data directory (created with mode 0700 when missing). Caller owns. */
+int eos_store_session_dir(struct eos_store *st, const char *sandbox, const char *name,
+			  char **ret, struct eos_error *err);
+
+/* Called per delta record of a session, in key order; non-zero stops the scan. */
+typedef int (*eos_session_scan_fn)(void *ctx, const void *key, size_t klen, const void *val,
+				   size_t vlen);
+int eos_store_session_scan(struct eos_store *st, const char *sandbox, const char *name,
+			   eos_session_scan_fn fn, void *ctx, struct eos_error *err);
+
+/*
+ * A batch of delta record changes, applied atomically by eos_session_batch_write (which empties
+ * the batch for reuse). Not thread-safe: one batch per thread. Keys are 1..1024 bytes.
+ */
+struct eos_session_batch;
+int eos_session_batch_new(struct eos_store *st, const char *sandbox, const char *name,
+			  struct eos_session_batch **ret, struct eos_error *err);
+int eos_session_batch_put(struct eos_session_batch *b, const void *key, size_t klen,
+			  const void *val, size_t vlen);
+int eos_session_batch_delete(struct eos_session_batch *b, const void *key, size_t klen);
+/* Apply; sync=true waits for the write-ahead log to reach the disk. */
+int eos_session_batch_write(struct eos_session_batch *b, bool sync, struct eos_error *err);
+void eos_session_batch_free(struct eos_session_batch *b);
+EOS_DEFINE_CLEANUP(struct eos_session_batch *, eos_session_batch_free)
+
 /* --- maintenance ------------------------------------------------------------------------------ */
 
 struct eos_squash_result {

@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Workspace session records (EOS_CF_SESSION) and data directories.
+ *
+ * Keys: be64 sbx · name · 0x00 · 'R'          session record: u8 1, le64 version, le64 created
+ *       be64 sbx · name · 0x00 · 'D' · key    delta record (opaque to the store, owned by fs/)
+ * The lease "session:<name>" pins the version; record and lease are written in one batch.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/buf.h"
+#include "common/cleanup.h"
+#include "common/endian.h"
+
+#include "store/kv.h"
+#include "store/sandbox.h"
+#include "store/store-internal.h"
+
+enum {
+	TAG_RECORD = 'R',
+	TAG_DELTA = 'D',
+	RECORD_FORMAT = 1,
+	RECORD_LEN = 17,
+	DELTA_KEY_MAX = 1024,
+};
+
+static const char LEASE_PREFIX[] = "session:";
+
+int
+eos_session_name_check(const char *name, struct eos_error *err)
+{
+	return eos_store_name_check("session name", name, EOS_SESSION_NAME_MAX, err);
+}
+
+/* be64 sbx · name · 0 · tag */
+static int
+session_key(struct eos_buf *out, uint64_t sbx, const char *name, char tag)
+{
+	int r = eos_buf_append_be64(out, sbx);
+
+	r = r ?: eos_buf_append(out, name, strlen(name) + 1);
+	return r ?: eos_buf_append_u8(out, (uint8_t)tag);
+}
+
+static int
+session_resolve(struct eos_store *st, const char *sandbox, const char *name, uint64_t *ret_sbx,
+		struct eos_error *err)
+{
+	int r = eos_session_name_check(name, err);
+
+	return r ?: eos_sandbox_resolve(st, sandbox, ret_sbx, err);
+}
+
+static int
+record_decode(const uint8_t *v, size_t n, const char *name, struct eos_session_info *ret)
+{
+	if (n != RECORD_LEN || v[0] != RECORD_FORMAT)
+		return -EBADMSG;
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->name, sizeof(ret->name), "%s", name);
+	ret->version = eos_get_le64(v + 1);
+	ret->created_ns = (int64_t)eos_get_le64(v + 9);
+	return 0;
+}
+
+static int
+record_read(struct eos_store *st, uint64_t sbx, const char *sandbox, const char *name,
+	    struct eos_session_info *ret, struct eos_error *err)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf key = { 0 }, val = { 0 };
+	int r = session_key(&key, sbx, name, TAG_RECORD);
+
+	if (r < 0)
+		return eos_error_set(err, r, "session '%s': out of memory", name);
+	r = eos_kv_get(st->kv, NULL, EOS_CF_SESSION, key.data, key.len, &val, err);
+	if (r == -ENOENT)
+		return eos_error_set(err, r, "session '%s' of sandbox '%s' does not exist", name,
+				     sandbox);
+	if (r < 0)
+		return r;
+	if (record_decode(val.data, val.len, name, ret) < 0)
+		return eos_error_set(err, -EBADMSG, "session '%s' of sandbox '%s': corrupt record",
+				     name, sandbox);
+	return 0;
+}
+
+int
+eos_store_session_get(struct eos_store *st, const char *sandbox, const char *name,
+		      struct eos_session_info *ret, struct eos_error *err)
+{
+	uint64_t sbx;
+	int r = session_resolve(st, sandbox, name, &sbx, err);
+
+	return r ?: record_read(st, sbx, sandbox, name, ret, err);
+}
+
+static int
+lease_name(const char *name, char *out, size_t size)
+{
+	return snprintf(out, size, "%s%s", LEASE_PREFIX, name) < (int)size ? 0 : -ENAMETOOLONG;
+}
+
+static int
+record_write(struct eos_store *st, uint64_t sbx, const char *name, uint64_t v,
+	     struct eos_session_info *ret, struct eos_error *err)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf key = { 0 }, val = { 0 };
+	int64_t now = eos_store_now_ns();
+	int r = session_key(&key, sbx, name, TAG_RECORD);
+
+	r = r ?: eos_buf_append_u8(&val, RECORD_FORMAT);
+	r = r ?: eos_buf_append_le64(&val, v);
+	r = r ?: eos_buf_append_le64(&val, (uint64_t)now);
+	if (r < 0)
+		return eos_error_set(err, r, "session '%s': out of memory", name);
+	r = eos_kv_put(st->kv, EOS_CF_SESSION, key.data, key.len, val.data, val.len, true, err);
+	if (r < 0 || !ret)
+		return r;
+	record_decode(val.data, val.len, name, ret);
+	return 0;
+}
+
+int
+eos_store_session_create(struct eos_store *st, const char *sandbox, const char *name, uint64_t v,
+			 struct eos_session_info *ret, struct eos_error *err)
+{
+	char lease[EOS_LEASE_NAME_MAX + 1];
+	struct eos_session_info old;
+	uint64_t sbx, pinned = 0;
+	int r = session_resolve(st, sandbox, name, &sbx, err);
+
+	if (r < 0)
+		return r;
+	r = record_read(st, sbx, sandbox, name, &old, NULL);
+	if (r == 0)
+		return eos_error_set(err, -EEXIST, "session '%s' of sandbox '%s' already exists",
+				     name, sandbox);
+	if (lease_name(name, lease, sizeof(lease)) < 0)
+		return eos_error_set(err, -EINVAL, "session name '%s' is too long", name);
+	r = eos_store_lease_acquire(st, sandbox, lease, v, &pinned, err);
+	if (r < 0)
+		return eos_error_prefix(err, r, "session '%s'", name);
+	r = record_write(st, sbx, name, pinned, ret, err);
+	if (r < 0)
+		eos_store_lease_release(st, sandbox, lease, NULL);
+	return r;
+}
+
+struct list_ctx {
+	struct eos_session_info *v;
+	size_t n, cap;
+	size_t plen;
+};
+
+static int
+list_one(void *ctx, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
+{
+	struct list_ctx *c = ctx;
+	const uint8_t *name = k + c->plen;
+	size_t nlen = klen - c->plen;
+
+	/* only "name · 0 · R" keys */
+	if (nlen < 3 || k[klen - 1] != TAG_RECORD || k[klen - 2] != 0)
+		return 0;
+	nlen -= 2;
+	if (nlen > EOS_SESSION_NAME_MAX || memchr(name, 0, nlen))
+		return -EBADMSG;
+	if (eos_buf_array_reserve(&c->v, &c->cap, c->n + 1, sizeof(*c->v), 8) < 0)
+		return -ENOMEM;
+	char nm[EOS_SESSION_NAME_MAX + 1];
+	memcpy(nm, name, nlen);
+	nm[nlen] = 0;
+	if (record_decode(v, vlen, nm, &c->v[c->n]) < 0)
+		return -EBADMSG;
+	c->n++;
+	return 0;
+}
+
+int
+eos_store_session_list(struct eos_store *st, const char *sandbox, struct eos_session_info **ret,
+		       size_t *ret_n, struct eos_error *err)
+{
+	struct list_ctx c = { .plen = 8 };
+	uint8_t lo[8], hi[8];
+	uint64_t sbx;
+	int r = eos_sandbox_resolve(st, sandbox, &sbx, err);
+
+	if (r < 0)
+		return r;
+	eos_put_be64(lo, sbx);
+	eos_put_be64(hi, sbx + 1);
+	struct eos_kv_scan s = { .cf = EOS_CF_SESSION,
+				 .lo = lo,
+				 .llen = 8,
+				 .hi = hi,
+				 .hlen = 8,
+				 .values = true,
+				 .fn = list_one,
+				 .ctx = &c };
+	r = eos_kv_scan(st->kv, &s, err);
+	if (r < 0) {
+		free(c.v);
+		return r == -EBADMSG ? eos_error_set(err, r, "sandbox '%s': corrupt session record",
+						     sandbox)
+				     : r;
+	}
+	*ret = c.v;
+	*ret_n = c.n;
+	return 0;
+}
+
+static int
+remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static int
+session_dir_path(struct eos_store *st, const char *sandbox, const char *name, char **ret)
+{
+	return asprintf(ret, "%s/sessions/%s/%s", st->dir, sandbox, name) < 0 ? -ENOMEM : 0;
+}
+
+static int
+records_delete(struct eos_store *st, uint64_t sbx, const char *name, struct eos_error *err)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf lo = { 0 }, hi = { 0 };
+	EOS_CLEANUP(eos_kv_batch_freep) struct eos_kv_batch *b = NULL;
+	int r = eos_buf_append_be64(&lo, sbx);
+
+	r = r ?: eos_buf_append(&lo, name, strlen(name) + 1);
+	r = r ?: eos_buf_append(&hi, lo.data, lo.len);
+	r = r ?: eos_buf_append_u8(&hi, 0xff);
+	r = r ?: eos_kv_batch_new(&b);
+	if (r < 0)
+		return eos_error_set(err, r, "session '%s': out of memory", name);
+	eos_kv_batch_delete_range(b, EOS_CF_SESSION, lo.data, lo.len, hi.data, hi.len);
+	return eos_kv_batch_write(st->kv, b, true, err);
+}
+
+int
+eos_store_session_remove(struct eos_store *st, const char *sandbox, const char *name,
+			 struct eos_error *err)
+{
+	char lease[EOS_LEASE_NAME_MAX + 1];
+	struct eos_session_info info;
+	cleanup_free char *dir = NULL;
+	uint64_t sbx;
+	int r = session_resolve(st, sandbox, name, &sbx, err);
+
+	r = r ?: record_read(st, sbx, sandbox, name, &info, err);
+	r = r ?: records_delete(st, sbx, name, err);
+	if (r < 0)
+		return r;
+	if (lease_name(name, lease, sizeof(lease)) == 0)
+		eos_store_lease_release(st, sandbox, lease, NULL);
+	if (session_dir_path(st, sandbox, name, &dir) < 0)
+		return eos_error_set(err, -ENOMEM, "session '%s': out of memory", name);
+	if (nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
+		return eos_error_set(err, eos_neg_errno(), "remove session directory '%s': %m",
+				     dir);
+	return 0;
+}
+
+static int
+mkdir_p(const char *path, struct eos_error *err)
+{
+	cleanup_free char *p = strdup(path);
+
+	if (!p)
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, 0700) < 0 && errno != EEXIST)
+			return eos_error_set(err, eos_neg_errno(), "create directory '%s': %m", p);
+		*s = '/';
+	}
+	if (mkdir(p, 0700) < 0 && errno != EEXIST)
+		return eos_error_set(err, eos_neg_errno(), "create directory '%s': %m", p);
+	return 0;
+}
+
+int
+eos_store_session_dir(struct eos_store *st, const char *sandbox, const char *name, char **ret,
+		      struct eos_error *err)
+{
+	cleanup_free char *dir = NULL;
+	uint64_t sbx;
+	int r = session_resolve(st, sandbox, name, &sbx, err);
+
+	if (r < 0)
+		return r;
+	if (session_dir_path(st, sandbox, name, &dir) < 0)
+		return eos_error_set(err, -ENOMEM, "session '%s': out of memory", name);
+	r = mkdir_p(dir, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(dir);
+	return 0;
+}
+
+struct scan_ctx {
+	size_t plen;
+	eos_session_scan_fn fn;
+	void *ctx;
+};
+
+static int
+scan_one(void *ctx, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
+{
+	struct scan_ctx *c = ctx;
+
+	return c->fn(c->ctx, k + c->plen, klen - c->plen, v, vlen);
+}
+
+int
+eos_store_session_scan(struct eos_store *st, const char *sandbox, const char *name,
+		       eos_session_scan_fn fn, void *ctx, struct eos_error *err)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf lo = { 0 }, hi = { 0 };
+	uint64_t sbx;
+	int r = session_resolve(st, sandbox, name, &sbx, err);
+
+	r = r ?: session_key(&lo, sbx, name, TAG_DELTA);
+	r = r ?: session_key(&hi, sbx, name, TAG_DELTA + 1);
+	if (r < 0)
+		return r;
+	struct scan_ctx c = { .plen = lo.len, .fn = fn, .ctx = ctx };
+	struct eos_kv_scan s = { .cf = EOS_CF_SESSION,
+				 .lo = lo.data,
+				 .llen = lo.len,
+				 .hi = hi.data,
+				 .hlen = hi.len,
+				 .values = true,
+				 .fn = scan_one,
+				 .ctx = &c };
+	return eos_kv_scan(st->kv, &s, err);
+}
+
+struct eos_session_batch {
+	struct eos_store *st;
+	struct eos_kv_batch *b;
+	struct eos_buf prefix;
+	struct eos_buf key;
+};
+
+int
+eos_session_batch_new(struct eos_store *st, const char *sandbox, const char *name,
+		      struct eos_session_batch **ret, struct eos_error *err)
+{
+	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
+	uint64_t sbx;
+	int r = session_resolve(st, sandbox, name, &sbx, err);
+
+	if (r < 0)
+		return r;
+	b = calloc(1, sizeof(*b));
+	if (!b || eos_kv_batch_new(&b->b) < 0 || session_key(&b->prefix, sbx, name, TAG_DELTA) < 0)
+		return eos_error_set(err, -ENOMEM, "session '%s': out of memory", name);
+	b->st = st;
+	*ret = TAKE_PTR(b);
+	return 0;
+}
+
+static int
+batch_key(struct eos_session_batch *b, const void *key, size_t klen)
+{
+	if (klen == 0 || klen > DELTA_KEY_MAX)
+		return -EINVAL;
+	eos_buf_truncate(&b->key, 0);
+	int r = eos_buf_append(&b->key, b->prefix.data, b->prefix.len);
+
+	return r ?: eos_buf_append(&b->key, key, klen);
+}
+
+int
+eos_session_batch_put(struct eos_session_batch *b, const void *key, size_t klen, const void *val,
+		      size_t vlen)
+{
+	int r = batch_key(b, key, klen);
+
+	if (r < 0)
+		return r;
+	eos_kv_batch_put(b->b, EOS_CF_SESSION, b->key.data, b->key.len, val, vlen);
+	return 0;
+}
+
+int
+eos_session_batch_delete(struct eos_session_batch *b, const void *key, size_t klen)
+{
+	int r = batch_key(b, key, klen);
+
+	if (r < 0)
+		return r;
+	eos_kv_batch_delete(b->b, EOS_CF_SESSION, b->key.data, b->key.len);
+	return 0;
+}
+
+int
+eos_session_batch_write(struct eos_session_batch *b, bool sync, struct eos_error *err)
+{
+	int r = 0;
+
+	if (eos_kv_batch_count(b->b) > 0 || sync)
+		r = eos_kv_batch_write(b->st->kv, b->b, sync, err);
+	eos_kv_batch_free(b->b);
+	b->b = NULL;
+	if (eos_kv_batch_new(&b->b) < 0 && r == 0)
+		r = eos_error_set(err, -ENOMEM, "session batch: out of memory");
+	return r;
+}
+
+void
+eos_session_batch_free(struct eos_session_batch *b)
+{
+	if (!b)
+		return;
+	eos_kv_batch_free(b->b);
+	eos_buf_release(&b->prefix);
+	eos_buf_release(&b->key);
+	free(b);
+}
