@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs/capture: enumerate a session's changes for the publish gate. The walk follows upper dirents
+ * from the root; each directory's dirents and each node's fields are copied under its lock, and
+ * the callback runs with no lock held.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+
+#include "fs/view-internal.h"
+
+struct dirent_copy {
+	char *name;
+	uint64_t value;
+};
+
+struct capture {
+	struct eos_view *v;
+	eos_delta_fn fn;
+	void *ctx;
+};
+
+static int
+cmp_dirent(const void *a, const void *b)
+{
+	return strcmp(((const struct dirent_copy *)a)->name, ((const struct dirent_copy *)b)->name);
+}
+
+static void
+dirents_free(struct dirent_copy *d, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(d[i].name);
+	free(d);
+}
+
+/* p's non-absent dirents, sorted by name. */
+static int
+copy_dirents(struct eos_node *p, struct dirent_copy **ret, size_t *ret_n)
+{
+	struct eos_hashmap_iter it = { 0 };
+	struct dirent_copy *d;
+	size_t n = 0;
+
+	pthread_mutex_lock(&p->lock);
+	d = calloc(eos_hashmap_count(&p->dirents) + 1, sizeof(*d));
+	while (d && eos_hashmap_next(&p->dirents, &it)) {
+		if (it.value->u64 == EOS_DIRENT_ABSENT)
+			continue;
+		d[n].name = strndup(it.key, it.klen);
+		d[n].value = it.value->u64;
+		if (!d[n++].name) {
+			dirents_free(d, n);
+			d = NULL;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (!d)
+		return -ENOMEM;
+	qsort(d, n, sizeof(*d), cmp_dirent);
+	*ret = d;
+	*ret_n = n;
+	return 0;
+}
+
+static enum eos_delta_change
+change_of(const struct eos_node *n, const char *path)
+{
+	bool moved = n->lower && strcmp(n->lower, path) != 0;
+
+	if (n->flags & (EOS_NODE_CREATED | EOS_NODE_DATA) || moved)
+		return EOS_DELTA_PUT;
+	if (n->flags & EOS_NODE_META_CHANGED)
+		return EOS_DELTA_ATTR;
+	return eos_node_is_dir(n) ? EOS_DELTA_DIR : EOS_DELTA_ATTR;
+}
+
+struct node_copy {
+	struct eos_delta_entry e;
+	char data_path[4096];
+	char *target, *origin;
+	struct eos_content content;
+	struct eos_delta_range *ranges;
+};
+
+static int
+copy_node(struct capture *c, struct eos_node *n, const char *path, struct node_copy *out)
+{
+	struct eos_delta_entry *e = &out->e;
+	char name[32];
+
+	pthread_mutex_lock(&n->lock);
+	*e = (struct eos_delta_entry){ .path = path,
+				       .change = change_of(n, path),
+				       .mode = n->mode,
+				       .uid = n->uid,
+				       .gid = n->gid,
+				       .node = n->ino,
+				       .mtime_ns = eos_ts_to_ns(n->mtime),
+				       .size = n->size,
+				       .opaque = n->flags & EOS_NODE_OPAQUE };
+	if (n->flags & EOS_NODE_DATA) {
+		eos_data_path(n, name, sizeof(name));
+		snprintf(out->data_path, sizeof(out->data_path), "%s/%s", c->v->data_dir, name);
+		e->data_path = out->data_path;
+	} else if (S_ISREG(n->mode) && n->lst) {
+		out->content = n->lst->content;
+		e->content = &out->content;
+	}
+	out->target = n->target ? strdup(n->target) : NULL;
+	out->origin = n->lower && strcmp(n->lower, path) != 0 ? strdup(n->lower) : NULL;
+	out->ranges = calloc(n->log.n + 1, sizeof(*out->ranges));
+	for (size_t i = 0; out->ranges && i < n->log.n; i++)
+		out->ranges[i] = (struct eos_delta_range){ .start = n->log.v[i].start,
+							   .end = n->log.v[i].end,
+							   .owner = eos_opstable_name(
+								   &c->v->ops, n->log.v[i].op) };
+	e->nranges = out->ranges ? n->log.n : 0;
+	pthread_mutex_unlock(&n->lock);
+	e->ranges = out->ranges;
+	e->target = out->target;
+	e->origin = out->origin;
+	return out->ranges ? 0 : -ENOMEM;
+}
+
+static int walk(struct capture *c, struct eos_node *p, const char *dir);
+
+static int
+emit_node(struct capture *c, struct eos_node *n, const char *path)
+{
+	struct node_copy *nc = calloc(1, sizeof(*nc));
+	int r = nc ? copy_node(c, n, path, nc) : -ENOMEM;
+
+	if (r == 0 && S_ISLNK(nc->e.mode) && !nc->target) {
+		r = eos_fs_readlink(c->v, n, &nc->target);
+		nc->e.target = nc->target;
+	}
+	if (r == 0)
+		r = c->fn(c->ctx, &nc->e);
+	if (nc) {
+		free(nc->target);
+		free(nc->origin);
+		free(nc->ranges);
+		free(nc);
+	}
+	return r ?: (eos_node_is_dir(n) ? walk(c, n, path) : 0);
+}
+
+static int
+walk(struct capture *c, struct eos_node *p, const char *dir)
+{
+	struct dirent_copy *d = NULL;
+	size_t n = 0;
+	int r = copy_dirents(p, &d, &n);
+
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		cleanup_free char *path = NULL;
+		struct eos_node *child;
+
+		if (asprintf(&path, "%s%s%s", dir, dir[0] ? "/" : "", d[i].name) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		if (d[i].value == EOS_DIRENT_WHITEOUT) {
+			struct eos_delta_entry e = { .path = path, .change = EOS_DELTA_DELETE };
+
+			r = c->fn(c->ctx, &e);
+			continue;
+		}
+		child = eos_node_get(c->v, d[i].value);
+		r = child ? emit_node(c, child, path) : -EIO;
+	}
+	dirents_free(d, n);
+	return r;
+}
+
+int
+eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_error *err)
+{
+	struct capture c = { .v = v, .fn = fn, .ctx = ctx };
+	struct eos_node *root = eos_node_get(v, EOS_ROOT_INO);
+	int r;
+
+	if (!v->session)
+		return eos_error_set(err, -EINVAL, "a read-only view has no delta");
+	r = walk(&c, root, "");
+	if (r < 0)
+		return eos_error_set(err, r, "session '%s': delta walk failed: %s", v->session,
+				     strerror(-r));
+	return r;
+}

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/* fs/copyup: giving lower nodes a place in the delta (metadata) and a data file (content). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+
+#include "fs/view-internal.h"
+
+enum {
+	COPY_BLOCK = 1 << 20
+};
+
+void
+eos_data_path(const struct eos_node *n, char *out, size_t size)
+{
+	snprintf(out, size, "%016" PRIx64, n->ino);
+}
+
+static bool
+is_upper(struct eos_node *n, uint64_t *ret_parent, char **ret_name)
+{
+	bool upper;
+
+	pthread_mutex_lock(&n->lock);
+	upper = n->flags & EOS_NODE_UPPER;
+	*ret_parent = n->parent;
+	*ret_name = upper || !n->name ? NULL : strdup(n->name);
+	pthread_mutex_unlock(&n->lock);
+	return upper;
+}
+
+/* n (locked) gets its record; p (locked) a dirent for it when n is still linked there. */
+static int
+make_upper(struct eos_view *v, struct eos_node *p, struct eos_node *n, const char *name)
+{
+	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
+	int r = eos_xattr_load(v, n);
+
+	r = r ?: eos_delta_batch(v, &b);
+	if (r < 0)
+		return r;
+	n->flags |= EOS_NODE_UPPER | EOS_NODE_XATTRS;
+	r = eos_delta_put_node(v, n, b);
+	if (r == 0 && n->nlink > 0)
+		r = eos_dir_set(v, p, name, n->ino, b);
+	return r ?: eos_delta_commit(v, b, false);
+}
+
+int
+eos_copyup_meta(struct eos_view *v, struct eos_node *n)
+{
+	for (;;) {
+		cleanup_free char *name = NULL;
+		struct eos_node *p;
+		uint64_t parent;
+		int r;
+
+		if (!v->session)
+			return -EROFS;
+		if (is_upper(n, &parent, &name))
+			return 0;
+		if (!name)
+			return -ENOMEM;
+		p = eos_node_get(v, parent);
+		if (!p)
+			return -EIO;
+		r = eos_copyup_meta(v, p);
+		if (r < 0)
+			return r;
+		pthread_mutex_lock(&p->lock);
+		pthread_mutex_lock(&n->lock);
+		bool moved = n->parent != parent || strcmp(n->name, name) != 0;
+		r = moved || n->flags & EOS_NODE_UPPER ? 0 : make_upper(v, p, n, name);
+		pthread_mutex_unlock(&n->lock);
+		pthread_mutex_unlock(&p->lock);
+		if (!moved)
+			return r;
+	}
+}
+
+int
+eos_data_open(struct eos_view *v, struct eos_node *n)
+{
+	char name[32];
+
+	if (n->data_fd >= 0)
+		return 0;
+	eos_data_path(n, name, sizeof(name));
+	n->data_fd = openat(v->data_dirfd, name, O_RDWR | O_CLOEXEC);
+	if (n->data_fd < 0) {
+		int r = eos_neg_errno();
+
+		eos_log_error("session '%s': data file '%s' of inode %" PRIu64 ": %s", v->session,
+			      name, n->ino, strerror(-r));
+		return r == -ENOENT ? -EIO : r;
+	}
+	return 0;
+}
+
+static int
+copy_content(struct eos_view *v, struct eos_node *n, int fd)
+{
+	EOS_CLEANUP(eos_file_closep) struct eos_file *f = NULL;
+	cleanup_free char *buf = malloc(COPY_BLOCK);
+	uint64_t off = 0;
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	r = eos_store_file_open_content(v->store, &n->lst->content, &f, NULL);
+	while (r == 0 && off < n->size) {
+		ssize_t got = eos_file_pread(f, buf, COPY_BLOCK, off, NULL);
+
+		if (got <= 0)
+			return got < 0 ? (int)got : -EIO;
+		if (pwrite(fd, buf, (size_t)got, (off_t)off) != got)
+			return eos_neg_errno();
+		off += (uint64_t)got;
+	}
+	return r;
+}
+
+int
+eos_copyup_data(struct eos_view *v, struct eos_node *n, bool truncate)
+{
+	char name[32];
+	cleanup_close int fd = -1;
+	int r = 0;
+
+	if (n->flags & EOS_NODE_DATA)
+		return 0;
+	eos_data_path(n, name, sizeof(name));
+	fd = openat(v->data_dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return eos_neg_errno();
+	if (!truncate && n->lst && n->size > 0)
+		r = copy_content(v, n, fd);
+	if (r < 0) {
+		unlinkat(v->data_dirfd, name, 0);
+		eos_log_error("session '%s': copy-up of '%s' failed: %s", v->session,
+			      n->lower ? n->lower : "?", strerror(-r));
+		return r;
+	}
+	if (truncate)
+		n->size = 0;
+	if (n->data_fd >= 0)
+		close(n->data_fd);
+	n->data_fd = TAKE_FD(fd);
+	n->flags |= EOS_NODE_DATA | EOS_NODE_DIRTY;
+	return 0;
+}

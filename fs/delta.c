@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs/delta: the session delta in the store's session column family.
+ *
+ * Records (keys are relative to the session, see store/session.c):
+ *	'N' · be64 ino            node: u8 1 · le32 flags · le32 mode · le32 uid · le32 gid ·
+ *	                          le32 nlink · le64 size · le64 atime · le64 mtime · le64 ctime
+ *	                          (ns) · le64 parent · lp name · lp origin (u8 present first) ·
+ *	                          le64 link group · lp symlink target (u8 present first) ·
+ *	                          le32 n · (lp name · lp value)* xattrs
+ *	'd' · be64 dir · name     dirent: le64 inode, or le64 UINT64_MAX for a whiteout
+ *	'o' · be32 index          operation id of write logs
+ *	'w' · be64 ino            write log (fs/writelog.h)
+ * Tags sort N < d < o < w, so a load sees nodes before the dirents and logs naming them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/cleanup.h"
+#include "common/endian.h"
+#include "common/log.h"
+
+#include "fs/view-internal.h"
+
+enum {
+	NODE_FORMAT = 1,
+	KEY_NODE = 'N',
+	KEY_DIRENT = 'd',
+	KEY_OP = 'o',
+	KEY_LOG = 'w',
+	NAME_LP_MAX = 4096,
+};
+
+static void
+key_ino(uint8_t *key, char tag, uint64_t ino)
+{
+	key[0] = (uint8_t)tag;
+	eos_put_be64(key + 1, ino);
+}
+
+int
+eos_delta_batch(struct eos_view *v, struct eos_session_batch **ret)
+{
+	return eos_session_batch_new(v->store, v->sandbox, v->session, ret, NULL);
+}
+
+static int
+append_opt_str(struct eos_buf *b, const char *s)
+{
+	int r = eos_buf_append_u8(b, s != NULL);
+
+	return r || !s ? r : eos_buf_append_lp(b, s, strlen(s));
+}
+
+static int
+encode_xattrs(const struct eos_node *n, struct eos_buf *b)
+{
+	int r = eos_buf_append_le32(b, (uint32_t)n->nxattrs);
+
+	for (size_t i = 0; r == 0 && i < n->nxattrs; i++) {
+		r = eos_buf_append_lp(b, n->xattrs[i].name, strlen(n->xattrs[i].name));
+		r = r ?: eos_buf_append_lp(b, n->xattrs[i].value, n->xattrs[i].len);
+	}
+	return r;
+}
+
+static int
+encode_node(const struct eos_node *n, struct eos_buf *b)
+{
+	int r = eos_buf_append_u8(b, NODE_FORMAT);
+
+	r = r ?: eos_buf_append_le32(b, n->flags & EOS_NODE_PERSISTED);
+	r = r ?: eos_buf_append_le32(b, n->mode);
+	r = r ?: eos_buf_append_le32(b, n->uid);
+	r = r ?: eos_buf_append_le32(b, n->gid);
+	r = r ?: eos_buf_append_le32(b, n->nlink);
+	r = r ?: eos_buf_append_le64(b, n->size);
+	r = r ?: eos_buf_append_le64(b, (uint64_t)eos_ts_to_ns(n->atime));
+	r = r ?: eos_buf_append_le64(b, (uint64_t)eos_ts_to_ns(n->mtime));
+	r = r ?: eos_buf_append_le64(b, (uint64_t)eos_ts_to_ns(n->ctime));
+	r = r ?: eos_buf_append_le64(b, n->parent);
+	r = r ?: eos_buf_append_lp(b, n->name ? n->name : "", n->name ? strlen(n->name) : 0);
+	r = r ?: append_opt_str(b, n->lower);
+	r = r ?: eos_buf_append_le64(b, n->link_group);
+	r = r ?: append_opt_str(b, n->target);
+	return r ?: encode_xattrs(n, b);
+}
+
+int
+eos_delta_put_node(struct eos_view *v, struct eos_node *n, struct eos_session_batch *b)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf val = { 0 };
+	uint8_t key[9];
+	int r;
+
+	(void)v;
+	if (n->flags & EOS_NODE_UPPER && !(n->flags & EOS_NODE_XATTRS))
+		eos_xattr_load(v, n);
+	r = encode_node(n, &val);
+	if (r < 0)
+		return r;
+	key_ino(key, KEY_NODE, n->ino);
+	n->flags &= ~EOS_NODE_DIRTY;
+	return eos_session_batch_put(b, key, sizeof(key), val.data, val.len);
+}
+
+int
+eos_delta_put_dirent(struct eos_node *p, const char *name, uint64_t value,
+		     struct eos_session_batch *b)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf key = { 0 };
+	uint8_t val[8];
+	int r = eos_buf_append_u8(&key, KEY_DIRENT);
+
+	r = r ?: eos_buf_append_be64(&key, p->ino);
+	r = r ?: eos_buf_append_str(&key, name);
+	if (r < 0)
+		return r;
+	if (value == EOS_DIRENT_ABSENT)
+		return eos_session_batch_delete(b, key.data, key.len);
+	eos_put_le64(val, value);
+	return eos_session_batch_put(b, key.data, key.len, val, sizeof(val));
+}
+
+int
+eos_delta_put_log(struct eos_view *v, struct eos_node *n, struct eos_session_batch *b)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf val = { 0 };
+	uint8_t key[9];
+	int r;
+
+	(void)v;
+	key_ino(key, KEY_LOG, n->ino);
+	n->flags &= ~EOS_NODE_LOG_DIRTY;
+	if (n->log.n == 0)
+		return eos_session_batch_delete(b, key, sizeof(key));
+	r = eos_writelog_encode(&n->log, &val);
+	return r ?: eos_session_batch_put(b, key, sizeof(key), val.data, val.len);
+}
+
+int
+eos_delta_put_op(uint32_t index, const char *owner, struct eos_session_batch *b)
+{
+	uint8_t key[5];
+
+	key[0] = KEY_OP;
+	eos_put_be32(key + 1, index);
+	return eos_session_batch_put(b, key, sizeof(key), owner, strlen(owner));
+}
+
+int
+eos_delta_delete_node(struct eos_node *n, struct eos_session_batch *b)
+{
+	uint8_t key[9];
+	int r;
+
+	key_ino(key, KEY_NODE, n->ino);
+	r = eos_session_batch_delete(b, key, sizeof(key));
+	key_ino(key, KEY_LOG, n->ino);
+	return r ?: eos_session_batch_delete(b, key, sizeof(key));
+}
+
+int
+eos_delta_commit(struct eos_view *v, struct eos_session_batch *b, bool sync)
+{
+	struct eos_error err;
+	int r = eos_session_batch_write(b, sync, &err);
+
+	if (r < 0)
+		eos_log_error("session '%s': cannot write the delta: %s", v->session, err.msg);
+	return r;
+}
+
+int
+eos_delta_flush_node(struct eos_view *v, struct eos_node *n, bool sync)
+{
+	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
+	int r;
+
+	if (!v->session || !(n->flags & EOS_NODE_UPPER) || n->nlink == 0)
+		return 0;
+	if (!(n->flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY)) && !sync)
+		return 0;
+	r = eos_delta_batch(v, &b);
+	if (r == 0 && (n->flags & EOS_NODE_DIRTY || sync))
+		r = eos_delta_put_node(v, n, b);
+	if (r == 0 && n->flags & EOS_NODE_LOG_DIRTY)
+		r = eos_delta_put_log(v, n, b);
+	return r ?: eos_delta_commit(v, b, sync);
+}
+
+/* --- loading ---------------------------------------------------------------------------------- */
+
+static int
+read_opt_str(struct eos_reader *rd, char **ret)
+{
+	const uint8_t *p;
+	size_t len;
+	uint8_t present;
+	int r = eos_reader_u8(rd, &present);
+
+	if (r < 0 || !present)
+		return r;
+	r = eos_reader_lp(rd, NAME_LP_MAX, &p, &len);
+	if (r < 0)
+		return r;
+	*ret = strndup((const char *)p, len);
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int
+read_xattrs(struct eos_reader *rd, struct eos_node *n)
+{
+	uint32_t count;
+	int r = eos_reader_le32(rd, &count);
+
+	if (r < 0 || count > rd->left / 8)
+		return r < 0 ? r : -EBADMSG;
+	n->xattrs = calloc(count ? count : 1, sizeof(*n->xattrs));
+	if (!n->xattrs)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < count; i++) {
+		const uint8_t *name, *value;
+		size_t nlen, vlen;
+
+		r = eos_reader_lp(rd, 255, &name, &nlen);
+		r = r ?: eos_reader_lp(rd, EOS_XATTR_VALUE_MAX, &value, &vlen);
+		if (r < 0)
+			return r;
+		n->xattrs[i].name = strndup((const char *)name, nlen);
+		n->xattrs[i].value = malloc(vlen ? vlen : 1);
+		n->nxattrs++;
+		if (!n->xattrs[i].name || !n->xattrs[i].value)
+			return -ENOMEM;
+		memcpy(n->xattrs[i].value, value, vlen);
+		n->xattrs[i].len = vlen;
+	}
+	n->flags |= EOS_NODE_XATTRS;
+	return 0;
+}
+
+static int
+decode_node(const void *p, size_t len, struct eos_node *n)
+{
+	struct eos_reader rd = { .p = p, .left = len };
+	uint64_t at, mt, ct;
+	const uint8_t *name;
+	size_t nlen;
+	uint8_t format;
+	int r = eos_reader_u8(&rd, &format);
+
+	if (r == 0 && format != NODE_FORMAT)
+		return -EBADMSG;
+	r = r ?: eos_reader_le32(&rd, &n->flags);
+	r = r ?: eos_reader_le32(&rd, &n->mode);
+	r = r ?: eos_reader_le32(&rd, &n->uid);
+	r = r ?: eos_reader_le32(&rd, &n->gid);
+	r = r ?: eos_reader_le32(&rd, &n->nlink);
+	r = r ?: eos_reader_le64(&rd, &n->size);
+	r = r ?: eos_reader_le64(&rd, &at);
+	r = r ?: eos_reader_le64(&rd, &mt);
+	r = r ?: eos_reader_le64(&rd, &ct);
+	r = r ?: eos_reader_le64(&rd, &n->parent);
+	r = r ?: eos_reader_lp(&rd, 255, &name, &nlen);
+	if (r < 0)
+		return r;
+	n->atime = eos_ns_to_ts((int64_t)at);
+	n->mtime = eos_ns_to_ts((int64_t)mt);
+	n->ctime = eos_ns_to_ts((int64_t)ct);
+	n->name = strndup((const char *)name, nlen);
+	r = n->name ? 0 : -ENOMEM;
+	r = r ?: read_opt_str(&rd, &n->lower);
+	r = r ?: eos_reader_le64(&rd, &n->link_group);
+	r = r ?: read_opt_str(&rd, &n->target);
+	r = r ?: read_xattrs(&rd, n);
+	return r ?: (rd.left ? -EBADMSG : 0);
+}
+
+struct load {
+	struct eos_view *v;
+	uint64_t max_ino;
+	int error;
+};
+
+/* Lower-origin nodes get their store stat back (the leased version never changes). */
+static int
+load_lower(struct eos_view *v, struct eos_node *n)
+{
+	struct eos_stat st;
+	int r;
+
+	if (!n->lower)
+		return 0;
+	r = eos_store_stat(v->store, v->sandbox, v->version, n->lower, &st, NULL);
+	if (r < 0) {
+		eos_log_error("session '%s': inode %lu: origin '%s' is gone from the store",
+			      v->session, (unsigned long)n->ino, n->lower);
+		return 0;
+	}
+	n->lst = malloc(sizeof(st));
+	if (!n->lst)
+		return -ENOMEM;
+	*n->lst = st;
+	return eos_node_identity_set(v, n->lower, n->link_group, n->ino);
+}
+
+static int
+load_node(struct load *l, uint64_t ino, const void *val, size_t vlen)
+{
+	struct eos_node *n = eos_node_new(ino);
+	int r = n ? decode_node(val, vlen, n) : -ENOMEM;
+
+	r = r ?: load_lower(l->v, n);
+	r = r ?: eos_node_insert(l->v, n);
+	if (r < 0) {
+		eos_node_free(n);
+		return r;
+	}
+	l->max_ino = EOS_MAX(l->max_ino, ino);
+	return 0;
+}
+
+static int
+load_dirent(struct load *l, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	struct eos_node *p = eos_node_get(l->v, eos_get_be64(key));
+	union eos_hashmap_value *slot;
+	uint64_t value;
+
+	if (vlen != 8 || klen <= 8)
+		return -EBADMSG;
+	if (!p)
+		return 0; /* left behind by a removed directory */
+	value = eos_get_le64(val);
+	if (value != EOS_DIRENT_WHITEOUT)
+		l->max_ino = EOS_MAX(l->max_ino, value);
+	if (eos_hashmap_get_or_insert(&p->dirents, key + 8, klen - 8, &slot) < 0)
+		return -ENOMEM;
+	slot->u64 = value;
+	return 0;
+}
+
+static int
+load_log(struct load *l, uint64_t ino, const void *val, size_t vlen)
+{
+	struct eos_node *n = eos_node_get(l->v, ino);
+
+	if (!n)
+		return 0; /* a log left behind by a discarded node */
+	eos_writelog_release(&n->log);
+	return eos_writelog_decode(val, vlen, &n->log);
+}
+
+static int
+load_op(struct load *l, const uint8_t *key, size_t klen, const void *val, size_t vlen)
+{
+	cleanup_free char *owner = strndup(val, vlen);
+
+	if (klen != 4 || !owner)
+		return owner ? -EBADMSG : -ENOMEM;
+	return eos_opstable_set(&l->v->ops, eos_get_be32(key), owner);
+}
+
+static int
+load_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct load *l = ctx;
+	const uint8_t *k = key;
+	int r = -EBADMSG;
+
+	if (klen < 1)
+		return -EBADMSG;
+	switch (k[0]) {
+	case KEY_NODE:
+		r = klen == 9 ? load_node(l, eos_get_be64(k + 1), val, vlen) : -EBADMSG;
+		break;
+	case KEY_DIRENT:
+		r = load_dirent(l, k + 1, klen - 1, val, vlen);
+		break;
+	case KEY_OP:
+		r = load_op(l, k + 1, klen - 1, val, vlen);
+		break;
+	case KEY_LOG:
+		r = klen == 9 ? load_log(l, eos_get_be64(k + 1), val, vlen) : -EBADMSG;
+		break;
+	}
+	if (r < 0)
+		l->error = r;
+	return r;
+}
+
+int
+eos_delta_load(struct eos_view *v, struct eos_error *err)
+{
+	struct load l = { .v = v, .max_ino = EOS_ROOT_INO };
+	int r = eos_store_session_scan(v->store, v->sandbox, v->session, load_one, &l, err);
+
+	if (r < 0 && l.error)
+		return eos_error_set(err, l.error,
+				     "session '%s' of sandbox '%s': corrupt delta record (%s)",
+				     v->session, v->sandbox, strerror(-l.error));
+	if (r < 0)
+		return r;
+	atomic_store(&v->next_ino, l.max_ino + 1);
+	return 0;
+}

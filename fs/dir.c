@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/* fs/dir: names in directories — upper dirents merged over the lower directory. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+
+#include "fs/view-internal.h"
+
+static uint64_t
+dirent_value(struct eos_node *p, const char *name)
+{
+	union eos_hashmap_value *slot = eos_hashmap_find(&p->dirents, name, strlen(name));
+
+	return slot ? slot->u64 : EOS_DIRENT_ABSENT;
+}
+
+static bool
+has_lower(const struct eos_node *p)
+{
+	return p->lower && p->lst && !(p->flags & EOS_NODE_OPAQUE);
+}
+
+static int
+lower_lookup(struct eos_view *v, struct eos_node *p, const char *name, struct eos_stat *ret)
+{
+	if (!has_lower(p))
+		return -ENOENT;
+	return eos_store_lookup_child(v->store, v->sandbox, v->version, p->lower, p->lst, name, ret,
+				      NULL);
+}
+
+int
+eos_dir_child(struct eos_view *v, struct eos_node *p, const char *name, bool ref,
+	      struct eos_node **ret)
+{
+	uint64_t d = dirent_value(p, name);
+	struct eos_stat st;
+	int r;
+
+	if (d == EOS_DIRENT_WHITEOUT)
+		return -ENOENT;
+	if (d != EOS_DIRENT_ABSENT) {
+		struct eos_node *n = eos_node_get(v, d);
+
+		if (!n) {
+			eos_log_error("view: dirent '%s' of inode %lu names missing inode %lu",
+				      name, (unsigned long)p->ino, (unsigned long)d);
+			return -EIO;
+		}
+		if (ref)
+			eos_node_ref(v, n, 1);
+		*ret = n;
+		return 0;
+	}
+	r = lower_lookup(v, p, name, &st);
+	if (r < 0)
+		return r == -ENOTDIR ? -ENOENT : r;
+	return eos_node_from_lower(v, p, name, &st, ref, ret);
+}
+
+bool
+eos_dir_lower_has(struct eos_view *v, struct eos_node *p, const char *name)
+{
+	struct eos_stat st;
+
+	return lower_lookup(v, p, name, &st) == 0;
+}
+
+int
+eos_dir_set(struct eos_view *v, struct eos_node *p, const char *name, uint64_t value,
+	    struct eos_session_batch *b)
+{
+	union eos_hashmap_value *slot;
+	int r = eos_hashmap_get_or_insert(&p->dirents, name, strlen(name), &slot);
+
+	(void)v;
+	if (r < 0)
+		return r;
+	slot->u64 = value;
+	return eos_delta_put_dirent(p, name, value, b);
+}
+
+int
+eos_dir_drop(struct eos_view *v, struct eos_node *p, const char *name, struct eos_session_batch *b)
+{
+	uint64_t value = eos_dir_lower_has(v, p, name) ? EOS_DIRENT_WHITEOUT : EOS_DIRENT_ABSENT;
+
+	return eos_dir_set(v, p, name, value, b);
+}
+
+/* --- listings --------------------------------------------------------------------------------- */
+
+struct walk {
+	struct eos_view *v;
+	struct eos_node *p;
+	struct eos_dir_snapshot *snap; /* NULL: only count or test */
+	uint64_t subdirs;
+	bool any;
+	bool stop_at_first;
+};
+
+static int
+snap_add(struct eos_dir_snapshot *s, const char *name, uint64_t ino, uint32_t type)
+{
+	char *copy = strdup(name);
+
+	if (!copy || eos_buf_array_reserve(&s->v, &s->cap, s->n + 1, sizeof(*s->v), 16) < 0) {
+		free(copy);
+		return -ENOMEM;
+	}
+	s->v[s->n++] = (struct eos_dirent_snap){ .name = copy, .ino = ino, .type = type };
+	return 0;
+}
+
+static int
+walk_upper(struct walk *w)
+{
+	struct eos_hashmap_iter it = { 0 };
+	cleanup_free char *name = NULL;
+
+	while (eos_hashmap_next(&w->p->dirents, &it)) {
+		uint64_t d = it.value->u64;
+		struct eos_node *n;
+
+		if (d == EOS_DIRENT_ABSENT || d == EOS_DIRENT_WHITEOUT)
+			continue;
+		n = eos_node_get(w->v, d);
+		if (!n)
+			continue;
+		w->any = true;
+		if (S_ISDIR(n->mode))
+			w->subdirs++;
+		if (!w->snap)
+			continue;
+		free(name);
+		name = strndup(it.key, it.klen);
+		if (!name || snap_add(w->snap, name, d, n->mode & S_IFMT) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int
+walk_lower_one(void *ctx, const char *name, const struct eos_stat *st)
+{
+	struct walk *w = ctx;
+	cleanup_free char *path = NULL;
+	uint64_t ino;
+
+	if (eos_hashmap_find(&w->p->dirents, name, strlen(name)) &&
+	    dirent_value(w->p, name) != EOS_DIRENT_ABSENT)
+		return 0; /* whiteout, or an upper entry already listed */
+	w->any = true;
+	if (st->kind == EOS_KIND_DIR)
+		w->subdirs++;
+	if (w->stop_at_first)
+		return 1;
+	if (!w->snap)
+		return 0;
+	if (w->p->lower[0] ? asprintf(&path, "%s/%s", w->p->lower, name) < 0
+			   : !(path = strdup(name)))
+		return -ENOMEM;
+	if (eos_node_identity(w->v, path, st->link_group, &ino) < 0)
+		return -ENOMEM;
+	return snap_add(w->snap, name, ino,
+			st->kind == EOS_KIND_DIR       ? S_IFDIR
+			: st->kind == EOS_KIND_SYMLINK ? S_IFLNK
+						       : S_IFREG);
+}
+
+static int
+walk_dir(struct walk *w)
+{
+	int r = walk_upper(w);
+
+	if (r < 0 || (w->stop_at_first && w->any) || !has_lower(w->p))
+		return r;
+	r = eos_store_readdir(w->v->store, w->v->sandbox, w->v->version, w->p->lower, NULL,
+			      walk_lower_one, w, NULL);
+	return r < 0 ? r : 0;
+}
+
+int
+eos_dir_snapshot(struct eos_view *v, struct eos_node *p, struct eos_dir_snapshot *ret)
+{
+	struct walk w = { .v = v, .p = p, .snap = ret };
+	int r = walk_dir(&w);
+
+	if (r < 0) {
+		eos_dir_snapshot_release(ret);
+		return r;
+	}
+	p->subdirs = w.subdirs;
+	p->flags |= EOS_NODE_SUBDIRS;
+	return 0;
+}
+
+void
+eos_dir_snapshot_release(struct eos_dir_snapshot *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i].name);
+	free(s->v);
+	*s = (struct eos_dir_snapshot){ 0 };
+}
+
+int
+eos_dir_is_empty(struct eos_view *v, struct eos_node *p)
+{
+	struct walk w = { .v = v, .p = p, .stop_at_first = true };
+	int r = walk_dir(&w);
+
+	return r < 0 ? r : !w.any;
+}
+
+int
+eos_dir_count_subdirs(struct eos_view *v, struct eos_node *p)
+{
+	struct walk w = { .v = v, .p = p };
+	int r;
+
+	if (p->flags & EOS_NODE_SUBDIRS)
+		return 0;
+	r = walk_dir(&w);
+	if (r < 0)
+		return r;
+	p->subdirs = w.subdirs;
+	p->flags |= EOS_NODE_SUBDIRS;
+	return 0;
+}

@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/* fs/file: attributes, open files, reads and writes, and the write log. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+
+#include "fs/view-internal.h"
+
+enum {
+	COPY_RANGE_BLOCK = 1 << 20
+};
+
+static bool
+wants_write(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+/* n (locked) becomes size bytes long; its data file exists afterwards. */
+static int
+truncate_locked(struct eos_view *v, struct eos_node *n, uint64_t size)
+{
+	int r = eos_copyup_data(v, n, size == 0);
+
+	r = r ?: eos_data_open(v, n);
+	if (r < 0)
+		return r;
+	if (ftruncate(n->data_fd, (off_t)size) < 0)
+		return eos_neg_errno();
+	n->size = size;
+	eos_writelog_truncate(&n->log, size);
+	n->flags |= EOS_NODE_LOG_DIRTY;
+	eos_node_touch(n, true);
+	return 0;
+}
+
+static void
+set_times(struct eos_node *n, const struct stat *a, unsigned valid)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (valid & EOS_SET_ATIME_NOW)
+		n->atime = now;
+	else if (valid & EOS_SET_ATIME)
+		n->atime = a->st_atim;
+	if (valid & EOS_SET_MTIME_NOW)
+		n->mtime = now;
+	else if (valid & EOS_SET_MTIME)
+		n->mtime = a->st_mtim;
+	n->ctime = valid & EOS_SET_CTIME ? a->st_ctim : now;
+}
+
+static int
+setattr_locked(struct eos_view *v, struct eos_node *n, const struct stat *a, unsigned valid)
+{
+	int r = 0;
+
+	if (valid & EOS_SET_SIZE) {
+		if (!S_ISREG(n->mode))
+			return eos_node_is_dir(n) ? -EISDIR : -EINVAL;
+		r = truncate_locked(v, n, (uint64_t)a->st_size);
+		if (r < 0)
+			return r;
+	}
+	if (valid & EOS_SET_MODE)
+		n->mode = (n->mode & S_IFMT) | (a->st_mode & 07777);
+	if (valid & EOS_SET_UID)
+		n->uid = a->st_uid;
+	if (valid & EOS_SET_GID)
+		n->gid = a->st_gid;
+	if (valid & ~EOS_SET_SIZE)
+		n->flags |= EOS_NODE_META_CHANGED;
+	set_times(n, a, valid);
+	n->flags |= EOS_NODE_DIRTY;
+	return eos_delta_flush_node(v, n, false);
+}
+
+int
+eos_fs_setattr(struct eos_view *v, struct eos_node *n, const struct stat *attr, unsigned valid,
+	       struct stat *out)
+{
+	int r = eos_copyup_meta(v, n);
+
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&n->lock);
+	r = setattr_locked(v, n, attr, valid);
+	if (r == 0 && eos_node_is_dir(n))
+		r = eos_dir_count_subdirs(v, n);
+	if (r == 0)
+		eos_node_stat(n, out);
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
+/* The write log index of the operation that pid belongs to. */
+static uint32_t
+operation_of(struct eos_view *v, pid_t pid)
+{
+	char owner[EOS_OPERATION_MAX + 1];
+	const char *who = v->self_owner;
+	uint32_t op = 0;
+	bool fresh = false;
+
+	if (v->resolve && v->resolve(v->resolve_ctx, pid, owner, sizeof(owner)) == 0)
+		who = owner;
+	if (eos_opstable_intern(&v->ops, who, &op, &fresh) < 0)
+		return 0;
+	if (fresh) {
+		EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
+
+		if (eos_delta_batch(v, &b) == 0 && eos_delta_put_op(op, who, b) == 0)
+			eos_delta_commit(v, b, false);
+	}
+	return op;
+}
+
+static int
+open_locked(struct eos_view *v, struct eos_node *n, struct eos_handle *h)
+{
+	int r = 0;
+
+	if (wants_write(h->flags) && S_ISREG(n->mode)) {
+		r = eos_copyup_data(v, n, h->flags & O_TRUNC);
+		if (r == 0 && h->flags & O_TRUNC && n->size > 0)
+			r = truncate_locked(v, n, 0);
+	}
+	if (r == 0 && n->flags & EOS_NODE_DATA)
+		r = eos_data_open(v, n);
+	else if (r == 0 && S_ISREG(n->mode) && n->lst)
+		r = eos_store_file_open_content(v->store, &n->lst->content, &h->lower, NULL);
+	if (r == 0)
+		n->opens++;
+	return r;
+}
+
+int
+eos_fs_open(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *n, int flags,
+	    struct eos_handle **ret)
+{
+	struct eos_handle *h;
+	int r = 0;
+
+	if (wants_write(flags))
+		r = v->session ? eos_copyup_meta(v, n) : -EROFS;
+	if (r < 0)
+		return r;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->node = n;
+	h->flags = flags;
+	if (wants_write(flags))
+		h->op = operation_of(v, ctx->pid);
+	pthread_mutex_lock(&n->lock);
+	r = open_locked(v, n, h);
+	pthread_mutex_unlock(&n->lock);
+	if (r < 0) {
+		free(h);
+		return r;
+	}
+	*ret = h;
+	return 0;
+}
+
+int
+eos_fs_read_fd(struct eos_handle *h)
+{
+	int fd;
+
+	pthread_mutex_lock(&h->node->lock);
+	fd = h->node->flags & EOS_NODE_DATA ? h->node->data_fd : -1;
+	pthread_mutex_unlock(&h->node->lock);
+	return fd;
+}
+
+ssize_t
+eos_fs_read_lower(struct eos_view *v, struct eos_handle *h, void *buf, size_t size, uint64_t off)
+{
+	struct eos_error err;
+	ssize_t r;
+
+	if (!h->lower)
+		return 0;
+	r = eos_file_pread(h->lower, buf, size, off, &err);
+	if (r < 0)
+		eos_log_error("view of '%s': read of '%s': %s", v->sandbox,
+			      h->node->lower ? h->node->lower : "?", err.msg);
+	return r;
+}
+
+ssize_t
+eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t size, uint64_t off)
+{
+	struct eos_node *n = h->node;
+	ssize_t got;
+	int fd;
+
+	(void)v;
+	if ((h->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	fd = eos_fs_read_fd(h);
+	if (fd < 0)
+		return -EIO;
+	got = pwrite(fd, buf, size, (off_t)off);
+	if (got < 0)
+		return eos_neg_errno();
+	pthread_mutex_lock(&n->lock);
+	if (off + (uint64_t)got > n->size)
+		n->size = off + (uint64_t)got;
+	eos_writelog_add(&n->log, off, off + (uint64_t)got, h->op);
+	n->flags |= EOS_NODE_LOG_DIRTY;
+	eos_node_touch(n, true);
+	pthread_mutex_unlock(&n->lock);
+	return got;
+}
+
+int
+eos_fs_release(struct eos_view *v, struct eos_handle *h)
+{
+	struct eos_node *n = h->node;
+	int r;
+
+	pthread_mutex_lock(&n->lock);
+	if (n->opens > 0)
+		n->opens--;
+	r = eos_delta_flush_node(v, n, false);
+	if (n->opens == 0 && n->data_fd >= 0) {
+		close(n->data_fd);
+		n->data_fd = -1;
+	}
+	pthread_mutex_unlock(&n->lock);
+	eos_file_close(h->lower);
+	free(h);
+	return r;
+}
+
+int
+eos_fs_fsync(struct eos_view *v, struct eos_node *n, bool datasync)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&n->lock);
+	if (n->data_fd >= 0 && (datasync ? fdatasync(n->data_fd) : fsync(n->data_fd)) < 0)
+		r = eos_neg_errno();
+	if (r == 0 && v->session)
+		r = eos_delta_flush_node(v, n, true);
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
+int
+eos_fs_fallocate(struct eos_view *v, struct eos_handle *h, int mode, uint64_t off, uint64_t len)
+{
+	struct eos_node *n = h->node;
+	struct stat st;
+	int r = 0;
+
+	(void)v;
+	if ((h->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	pthread_mutex_lock(&n->lock);
+	if (n->data_fd < 0)
+		r = -EIO;
+	else if (fallocate(n->data_fd, mode, (off_t)off, (off_t)len) < 0 ||
+		 fstat(n->data_fd, &st) < 0)
+		r = eos_neg_errno();
+	if (r == 0) {
+		n->size = (uint64_t)st.st_size;
+		eos_node_touch(n, true);
+	}
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
+static ssize_t
+copy_through_memory(struct eos_view *v, struct eos_handle *in, uint64_t off_in, int fd_out,
+		    uint64_t off_out, size_t len)
+{
+	cleanup_free char *buf = malloc(EOS_MIN(len, (size_t)COPY_RANGE_BLOCK));
+	ssize_t got;
+
+	if (!buf)
+		return -ENOMEM;
+	got = eos_fs_read_lower(v, in, buf, EOS_MIN(len, (size_t)COPY_RANGE_BLOCK), off_in);
+	if (got <= 0)
+		return got;
+	got = pwrite(fd_out, buf, (size_t)got, (off_t)off_out);
+	return got < 0 ? eos_neg_errno() : got;
+}
+
+ssize_t
+eos_fs_copy_range(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
+		  struct eos_handle *out, uint64_t off_out, size_t len)
+{
+	struct eos_node *n = out->node;
+	int fd_in = eos_fs_read_fd(in), fd_out = eos_fs_read_fd(out);
+	loff_t oi = (loff_t)off_in, oo = (loff_t)off_out;
+	ssize_t got;
+
+	if ((out->flags & O_ACCMODE) == O_RDONLY || fd_out < 0)
+		return -EBADF;
+	if (fd_in >= 0)
+		got = copy_file_range(fd_in, &oi, fd_out, &oo, len, 0);
+	else
+		got = copy_through_memory(v, in, off_in, fd_out, off_out, len);
+	if (got < 0)
+		return fd_in >= 0 ? eos_neg_errno() : got;
+	pthread_mutex_lock(&n->lock);
+	if (off_out + (uint64_t)got > n->size)
+		n->size = off_out + (uint64_t)got;
+	eos_writelog_add(&n->log, off_out, off_out + (uint64_t)got, out->op);
+	n->flags |= EOS_NODE_LOG_DIRTY;
+	eos_node_touch(n, true);
+	pthread_mutex_unlock(&n->lock);
+	return got;
+}
+
+int64_t
+eos_fs_lseek(struct eos_view *v, struct eos_handle *h, int64_t off, int whence)
+{
+	int fd = eos_fs_read_fd(h);
+	uint64_t size;
+	off_t r;
+
+	(void)v;
+	if (fd >= 0) {
+		r = lseek(fd, (off_t)off, whence);
+		return r < 0 ? eos_neg_errno() : r;
+	}
+	pthread_mutex_lock(&h->node->lock);
+	size = h->node->size;
+	pthread_mutex_unlock(&h->node->lock);
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return -EINVAL;
+	if (off < 0 || (uint64_t)off >= size)
+		return -ENXIO;
+	return whence == SEEK_DATA ? off : (int64_t)size;
+}

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/* fs/namespace: lookup, create, link, unlink, rmdir and rename on view directories. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+
+#include "fs/view-internal.h"
+
+int
+eos_fs_getattr(struct eos_view *v, struct eos_node *n, struct stat *st)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&n->lock);
+	if (eos_node_is_dir(n))
+		r = eos_dir_count_subdirs(v, n);
+	if (r == 0)
+		eos_node_stat(n, st);
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
+int
+eos_fs_lookup(struct eos_view *v, struct eos_node *p, const char *name, struct eos_node **ret)
+{
+	int r;
+
+	pthread_mutex_lock(&p->lock);
+	r = eos_node_is_dir(p) ? eos_dir_child(v, p, name, true, ret) : -ENOTDIR;
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+/* A directory that may still take new names (p locked). */
+static int
+dir_writable(struct eos_node *p)
+{
+	if (!eos_node_is_dir(p))
+		return -ENOTDIR;
+	return p->nlink == 0 ? -ENOENT : 0;
+}
+
+static int
+name_free(struct eos_view *v, struct eos_node *p, const char *name)
+{
+	struct eos_node *c;
+	int r = eos_dir_child(v, p, name, false, &c);
+
+	return r == 0 ? -EEXIST : r == -ENOENT ? 0 : r;
+}
+
+static int
+new_data_file(struct eos_view *v, struct eos_node *n)
+{
+	char name[32];
+
+	eos_data_path(n, name, sizeof(name));
+	n->data_fd = openat(v->data_dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (n->data_fd < 0)
+		return eos_neg_errno();
+	n->flags |= EOS_NODE_DATA;
+	return 0;
+}
+
+static struct eos_node *
+new_node(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, const char *name,
+	 uint32_t mode, const char *target)
+{
+	struct eos_node *n = eos_node_new(eos_node_alloc_ino(v));
+
+	if (!n)
+		return NULL;
+	n->mode = mode;
+	n->uid = ctx->uid;
+	n->gid = p->mode & S_ISGID ? p->gid : ctx->gid;
+	if (S_ISDIR(mode) && p->mode & S_ISGID)
+		n->mode |= S_ISGID;
+	n->nlink = 1;
+	n->parent = p->ino;
+	n->flags = EOS_NODE_UPPER | EOS_NODE_CREATED | EOS_NODE_XATTRS | EOS_NODE_SUBDIRS;
+	n->name = strdup(name);
+	n->target = target ? strdup(target) : NULL;
+	n->size = target ? strlen(target) : 0;
+	clock_gettime(CLOCK_REALTIME, &n->mtime);
+	n->atime = n->ctime = n->mtime;
+	if (!n->name || (target && !n->target) || (S_ISREG(mode) && new_data_file(v, n) < 0)) {
+		eos_node_free(n);
+		return NULL;
+	}
+	return n;
+}
+
+/* Stage p's record with fresh times. */
+static int
+parent_changed(struct eos_view *v, struct eos_node *p, struct eos_session_batch *b)
+{
+	eos_node_touch(p, true);
+	return eos_delta_put_node(v, p, b);
+}
+
+static int
+make_locked(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, const char *name,
+	    uint32_t mode, const char *target, struct eos_node **ret)
+{
+	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
+	struct eos_node *n;
+	bool dir = S_ISDIR(mode);
+	int r = dir_writable(p);
+
+	r = r ?: name_free(v, p, name);
+	r = r ?: (dir ? eos_dir_count_subdirs(v, p) : 0);
+	r = r ?: eos_delta_batch(v, &b);
+	if (r < 0)
+		return r;
+	n = new_node(v, ctx, p, name, mode, target);
+	if (!n)
+		return -ENOMEM;
+	if (dir && eos_hashmap_get(&p->dirents, name, strlen(name)) == (void *)EOS_DIRENT_WHITEOUT)
+		n->flags |= EOS_NODE_OPAQUE;
+	n->nlookup = 1;
+	r = eos_node_insert(v, n);
+	r = r ?: eos_delta_put_node(v, n, b);
+	r = r ?: eos_dir_set(v, p, name, n->ino, b);
+	r = r ?: parent_changed(v, p, b);
+	if (r < 0)
+		return r; /* n stays in the table; nothing links it */
+	if (dir)
+		p->subdirs++;
+	*ret = n;
+	return eos_delta_commit(v, b, false);
+}
+
+int
+eos_fs_make(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, const char *name,
+	    uint32_t mode, const char *target, struct eos_node **ret)
+{
+	int r = eos_copyup_meta(v, p);
+
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&p->lock);
+	r = make_locked(v, ctx, p, name, mode, target, ret);
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+int
+eos_fs_link(struct eos_view *v, struct eos_node *n, struct eos_node *p, const char *name)
+{
+	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
+	int r = eos_copyup_meta(v, n);
+
+	r = r ?: eos_copyup_meta(v, p);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&n->lock);
+	r = dir_writable(p);
+	r = r ?: (eos_node_is_dir(n) ? -EPERM : 0);
+	r = r ?: (n->nlink == 0 ? -ENOENT : 0);
+	r = r ?: name_free(v, p, name);
+	r = r ?: eos_delta_batch(v, &b);
+	if (r == 0) {
+		n->nlink++;
+		eos_node_touch(n, false);
+		r = eos_delta_put_node(v, n, b);
+		r = r ?: eos_dir_set(v, p, name, n->ino, b);
+		r = r ?: parent_changed(v, p, b);
+		r = r ?: eos_delta_commit(v, b, false);
+	}
+	if (r == 0)
+		eos_node_ref(v, n, 1);
+	pthread_mutex_unlock(&n->lock);
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+/* Drop the upper dirents of a directory being removed (its whiteouts). c locked. */
+static int
+clear_dirents(struct eos_node *c, struct eos_session_batch *b)
+{
+	struct eos_hashmap_iter it = { 0 };
+	cleanup_free char *name = NULL;
+	int r = 0;
+
+	while (r == 0 && eos_hashmap_next(&c->dirents, &it)) {
+		if (it.value->u64 == EOS_DIRENT_ABSENT)
+			continue;
+		free(name);
+		name = strndup(it.key, it.klen);
+		r = name ? eos_delta_put_dirent(c, name, EOS_DIRENT_ABSENT, b) : -ENOMEM;
+		it.value->u64 = EOS_DIRENT_ABSENT;
+	}
+	return r;
+}
+
+/* c (locked) loses one link; directories lose all. */
+static int
+drop_link(struct eos_view *v, struct eos_node *c, struct eos_session_batch *b)
+{
+	int r = 0;
+
+	if (eos_node_is_dir(c)) {
+		c->nlink = 0;
+		r = clear_dirents(c, b);
+	} else if (c->nlink > 0) {
+		c->nlink--;
+	}
+	eos_node_touch(c, false);
+	if (r == 0 && c->flags & EOS_NODE_UPPER)
+		r = eos_delta_put_node(v, c, b);
+	return r;
+}
+
+/* Whether c may replace or be removed as a target of the given kind. c locked. */
+static int
+check_victim(struct eos_view *v, struct eos_node *c, bool want_dir)
+{
+	int r;
+
+	if (want_dir && !eos_node_is_dir(c))
+		return -ENOTDIR;
+	if (!want_dir && eos_node_is_dir(c))
+		return -EISDIR;
+	if (!want_dir)
+		return 0;
+	r = eos_dir_is_empty(v, c);
+	return r < 0 ? r : r ? 0 : -ENOTEMPTY;
+}
+
+static int
+unlink_locked(struct eos_view *v, struct eos_node *p, struct eos_node *c, const char *name,
+	      bool dir)
+{
+	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
+	int r = check_victim(v, c, dir);
+
+	r = r ?: (dir ? eos_dir_count_subdirs(v, p) : 0);
+	r = r ?: eos_delta_batch(v, &b);
+	r = r ?: eos_dir_drop(v, p, name, b);
+	r = r ?: drop_link(v, c, b);
+	r = r ?: parent_changed(v, p, b);
+	if (r < 0)
+		return r;
+	if (dir && p->subdirs > 0)
+		p->subdirs--;
+	return eos_delta_commit(v, b, false);
+}
+
+int
+eos_fs_unlink(struct eos_view *v, struct eos_node *p, const char *name, bool dir)
+{
+	struct eos_node *c;
+	int r = eos_copyup_meta(v, p);
+
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&p->lock);
+	r = eos_dir_child(v, p, name, false, &c);
+	if (r == 0) {
+		pthread_mutex_lock(&c->lock);
+		r = unlink_locked(v, p, c, name, dir);
+		pthread_mutex_unlock(&c->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+int
+eos_fs_readlink(struct eos_view *v, struct eos_node *n, char **ret)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&n->lock);
+	if (!S_ISLNK(n->mode))
+		r = -EINVAL;
+	else if (!n->target && n->lower)
+		r = eos_store_readlink(v->store, v->sandbox, v->version, n->lower, &n->target,
+				       NULL);
+	if (r == 0)
+		*ret = n->target ? strdup(n->target) : NULL;
+	if (r == 0 && !*ret)
+		r = -ENOMEM;
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}

@@ -1,0 +1,781 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs/ops: the FUSE low-level operation table and mount loop — the only file that uses libfuse.
+ * Each handler converts arguments, calls the view (fs/namespace.c, fs/file.c, …) and replies.
+ */
+#define FUSE_USE_VERSION 34
+#include <dirent.h>
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/path.h"
+
+#include "fs/view-internal.h"
+
+static const double TIMEOUT = 86400.0; /* only eos changes a view: cache for a day */
+
+struct eos_view_mount {
+	struct eos_view *view;
+	struct fuse_session *se;
+	char *mountpoint;
+	bool mounted;
+};
+
+struct dir_handle {
+	struct eos_dir_snapshot snap;
+	bool taken;
+};
+
+static struct eos_view *
+view_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct eos_node *
+node_of(fuse_req_t req, fuse_ino_t ino)
+{
+	return eos_node_get(view_of(req), ino);
+}
+
+static struct eos_ctx
+ctx_of(fuse_req_t req)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+
+	return (struct eos_ctx){ .uid = c->uid, .gid = c->gid, .pid = c->pid };
+}
+
+static struct eos_handle *
+handle_of(struct fuse_file_info *fi)
+{
+	return (struct eos_handle *)(uintptr_t)fi->fh;
+}
+
+/* Reply with the entry of n, which holds one new kernel reference. */
+static void
+reply_entry(fuse_req_t req, struct eos_node *n)
+{
+	struct fuse_entry_param e = { .ino = n->ino,
+				      .attr_timeout = TIMEOUT,
+				      .entry_timeout = TIMEOUT };
+	int r = eos_fs_getattr(view_of(req), n, &e.attr);
+
+	if (r < 0) {
+		eos_node_forget(view_of(req), n->ino, 1);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fuse_reply_entry(req, &e);
+}
+
+#define NODE_OR_FAIL(n, req, ino)                    \
+	struct eos_node *n = node_of(req, ino);      \
+	do {                                         \
+		if (!n) {                            \
+			fuse_reply_err(req, ESTALE); \
+			return;                      \
+		}                                    \
+	} while (0)
+
+static void
+op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	NODE_OR_FAIL(p, req, parent);
+	struct eos_node *n;
+	int r = strlen(name) > EOS_NAME_MAX ? -ENAMETOOLONG
+					    : eos_fs_lookup(view_of(req), p, name, &n);
+
+	if (r == -ENOENT) {
+		struct fuse_entry_param e = { .entry_timeout = TIMEOUT };
+
+		fuse_reply_entry(req, &e); /* a cached negative entry */
+		return;
+	}
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_entry(req, n);
+}
+
+static void
+op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	eos_node_forget(view_of(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void
+op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		eos_node_forget(view_of(req), forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void
+op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	NODE_OR_FAIL(n, req, ino);
+	struct stat st;
+	int r = eos_fs_getattr(view_of(req), n, &st);
+
+	(void)fi;
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, TIMEOUT);
+}
+
+static unsigned
+setattr_valid(int to_set)
+{
+	static const struct {
+		int fuse;
+		unsigned eos;
+	} map[] = {
+		{ FUSE_SET_ATTR_MODE, EOS_SET_MODE },
+		{ FUSE_SET_ATTR_UID, EOS_SET_UID },
+		{ FUSE_SET_ATTR_GID, EOS_SET_GID },
+		{ FUSE_SET_ATTR_SIZE, EOS_SET_SIZE },
+		{ FUSE_SET_ATTR_ATIME, EOS_SET_ATIME },
+		{ FUSE_SET_ATTR_MTIME, EOS_SET_MTIME },
+		{ FUSE_SET_ATTR_ATIME_NOW, EOS_SET_ATIME_NOW },
+		{ FUSE_SET_ATTR_MTIME_NOW, EOS_SET_MTIME_NOW },
+		{ FUSE_SET_ATTR_CTIME, EOS_SET_CTIME },
+	};
+	unsigned valid = 0;
+
+	for (size_t i = 0; i < EOS_ARRAY_SIZE(map); i++)
+		if (to_set & map[i].fuse)
+			valid |= map[i].eos;
+	return valid;
+}
+
+static void
+op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+{
+	NODE_OR_FAIL(n, req, ino);
+	struct stat st;
+	int r = eos_fs_setattr(view_of(req), n, attr, setattr_valid(to_set), &st);
+
+	(void)fi;
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, TIMEOUT);
+}
+
+static void
+op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	NODE_OR_FAIL(n, req, ino);
+	cleanup_free char *target = NULL;
+	int r = eos_fs_readlink(view_of(req), n, &target);
+
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_readlink(req, target);
+}
+
+static void
+make(fuse_req_t req, fuse_ino_t parent, const char *name, uint32_t mode, const char *target)
+{
+	NODE_OR_FAIL(p, req, parent);
+	struct eos_ctx ctx = ctx_of(req);
+	struct eos_node *n;
+	int r = strlen(name) > EOS_NAME_MAX
+			? -ENAMETOOLONG
+			: eos_fs_make(view_of(req), &ctx, p, name, mode, target, &n);
+
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_entry(req, n);
+}
+
+static void
+op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	(void)rdev;
+	if (!S_ISFIFO(mode) && !S_ISREG(mode)) {
+		fuse_reply_err(req, EPERM); /* devices and sockets have no place in a sandbox */
+		return;
+	}
+	make(req, parent, name, mode, NULL);
+}
+
+static void
+op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	make(req, parent, name, S_IFDIR | (mode & 07777), NULL);
+}
+
+static void
+op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+	make(req, parent, name, S_IFLNK | 0777, target);
+}
+
+static void
+op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	NODE_OR_FAIL(p, req, parent);
+	fuse_reply_err(req, -eos_fs_unlink(view_of(req), p, name, false));
+}
+
+static void
+op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	NODE_OR_FAIL(p, req, parent);
+	fuse_reply_err(req, -eos_fs_unlink(view_of(req), p, name, true));
+}
+
+static void
+op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	  const char *newname, unsigned int flags)
+{
+	NODE_OR_FAIL(p1, req, parent);
+	NODE_OR_FAIL(p2, req, newparent);
+	unsigned f = 0;
+
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (flags & RENAME_NOREPLACE)
+		f |= EOS_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		f |= EOS_RENAME_EXCHANGE;
+	if (strlen(newname) > EOS_NAME_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	fuse_reply_err(req, -eos_fs_rename(view_of(req), p1, name, p2, newname, f));
+}
+
+static void
+op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	NODE_OR_FAIL(n, req, ino);
+	NODE_OR_FAIL(p, req, newparent);
+	int r = strlen(newname) > EOS_NAME_MAX ? -ENAMETOOLONG
+					       : eos_fs_link(view_of(req), n, p, newname);
+
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_entry(req, n);
+}
+
+static void
+open_reply(struct fuse_file_info *fi, struct eos_handle *h)
+{
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->keep_cache = 1;
+	fi->noflush = 1;
+}
+
+static void
+op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	NODE_OR_FAIL(n, req, ino);
+	struct eos_ctx ctx = ctx_of(req);
+	struct eos_handle *h;
+	int r = eos_fs_open(view_of(req), &ctx, n, fi->flags, &h);
+
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	open_reply(fi, h);
+	if (fuse_reply_open(req, fi) < 0)
+		eos_fs_release(view_of(req), h);
+}
+
+static void
+op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	  struct fuse_file_info *fi)
+{
+	NODE_OR_FAIL(p, req, parent);
+	struct eos_ctx ctx = ctx_of(req);
+	struct fuse_entry_param e = { .attr_timeout = TIMEOUT, .entry_timeout = TIMEOUT };
+	struct eos_handle *h;
+	struct eos_node *n;
+	int r = strlen(name) > EOS_NAME_MAX ? -ENAMETOOLONG
+					    : eos_fs_make(view_of(req), &ctx, p, name,
+							  S_IFREG | (mode & 07777), NULL, &n);
+
+	if (r == -EEXIST && !(fi->flags & O_EXCL))
+		r = -EEXIST; /* the kernel looked it up first: a race with another creator */
+	r = r ?: eos_fs_open(view_of(req), &ctx, n, fi->flags & ~O_TRUNC, &h);
+	r = r ?: eos_fs_getattr(view_of(req), n, &e.attr);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	e.ino = n->ino;
+	open_reply(fi, h);
+	if (fuse_reply_create(req, &e, fi) < 0)
+		eos_fs_release(view_of(req), h);
+}
+
+static void
+op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct eos_handle *h = handle_of(fi);
+	int fd = eos_fs_read_fd(h);
+	cleanup_free char *buf = NULL;
+	ssize_t got;
+
+	(void)ino;
+	if (fd >= 0) {
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
+
+		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		bv.buf[0].fd = fd;
+		bv.buf[0].pos = off;
+		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+		return;
+	}
+	buf = malloc(size ? size : 1);
+	got = buf ? eos_fs_read_lower(view_of(req), h, buf, size, (uint64_t)off) : -ENOMEM;
+	if (got < 0)
+		fuse_reply_err(req, got == -EBADMSG ? EIO : (int)-got);
+	else
+		fuse_reply_buf(req, buf, (size_t)got);
+}
+
+static void
+op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	 struct fuse_file_info *fi)
+{
+	ssize_t got = eos_fs_write(view_of(req), handle_of(fi), buf, size, (uint64_t)off);
+
+	(void)ino;
+	if (got < 0)
+		fuse_reply_err(req, (int)-got);
+	else
+		fuse_reply_write(req, (size_t)got);
+}
+
+static void
+op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void
+op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	eos_fs_release(view_of(req), handle_of(fi));
+	fuse_reply_err(req, 0);
+}
+
+static void
+op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	NODE_OR_FAIL(n, req, ino);
+	(void)fi;
+	fuse_reply_err(req, -eos_fs_fsync(view_of(req), n, datasync));
+}
+
+static void
+op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	NODE_OR_FAIL(n, req, ino);
+	struct dir_handle *d = calloc(1, sizeof(*d));
+	int r = d ? 0 : -ENOMEM;
+
+	if (r == 0) {
+		pthread_mutex_lock(&n->lock);
+		r = eos_node_is_dir(n) ? eos_dir_snapshot(view_of(req), n, &d->snap) : -ENOTDIR;
+		pthread_mutex_unlock(&n->lock);
+	}
+	if (r < 0) {
+		free(d);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fi->cache_readdir = 0;
+	if (fuse_reply_open(req, fi) < 0) {
+		eos_dir_snapshot_release(&d->snap);
+		free(d);
+	}
+}
+
+/* Add one entry at offset next (plus: with a looked-up node). Returns bytes added, 0 if full. */
+static size_t
+add_entry(fuse_req_t req, struct eos_node *dir, const struct eos_dirent_snap *e, char *buf,
+	  size_t size, off_t next, bool plus)
+{
+	struct stat st = { .st_ino = e->ino, .st_mode = e->type };
+	struct fuse_entry_param fe = { .attr = st };
+	struct eos_node *n;
+	size_t len;
+
+	if (!plus)
+		return fuse_add_direntry(req, buf, size, e->name, &st, next);
+	if (strcmp(e->name, ".") == 0 || strcmp(e->name, "..") == 0)
+		return fuse_add_direntry_plus(req, buf, size, e->name, &fe, next);
+	if (eos_fs_lookup(view_of(req), dir, e->name, &n) < 0)
+		return SIZE_MAX; /* gone since opendir: skip it */
+	fe.ino = n->ino;
+	fe.attr_timeout = fe.entry_timeout = TIMEOUT;
+	if (eos_fs_getattr(view_of(req), n, &fe.attr) < 0) {
+		eos_node_forget(view_of(req), n->ino, 1);
+		return SIZE_MAX;
+	}
+	len = fuse_add_direntry_plus(req, buf, size, e->name, &fe, next);
+	if (len > size)
+		eos_node_forget(view_of(req), n->ino, 1);
+	return len;
+}
+
+static void
+readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi,
+	       bool plus)
+{
+	NODE_OR_FAIL(n, req, ino);
+	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+	cleanup_free char *buf = malloc(size);
+	size_t used = 0;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (off == 0 && d->taken) {
+		eos_dir_snapshot_release(&d->snap);
+		pthread_mutex_lock(&n->lock);
+		eos_dir_snapshot(view_of(req), n, &d->snap);
+		pthread_mutex_unlock(&n->lock);
+	}
+	d->taken = true;
+	for (off_t i = off; i < (off_t)d->snap.n + 2; i++) {
+		struct eos_dirent_snap dots = { .name = (char *)(i == 0 ? "." : ".."),
+						.type = S_IFDIR,
+						.ino = i == 0 ? n->ino : n->parent };
+		const struct eos_dirent_snap *e = i < 2 ? &dots : &d->snap.v[i - 2];
+		size_t len = add_entry(req, n, e, buf + used, size - used, i + 1, plus);
+
+		if (len == SIZE_MAX)
+			continue;
+		if (len > size - used)
+			break;
+		used += len;
+	}
+	fuse_reply_buf(req, buf, used);
+}
+
+static void
+op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	readdir_common(req, ino, size, off, fi, false);
+}
+
+static void
+op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	readdir_common(req, ino, size, off, fi, true);
+}
+
+static void
+op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	eos_dir_snapshot_release(&d->snap);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+static void
+op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	NODE_OR_FAIL(n, req, ino);
+	(void)fi;
+	fuse_reply_err(req, -eos_fs_fsync(view_of(req), n, datasync));
+}
+
+static void
+op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct eos_view *v = view_of(req);
+	struct statvfs st;
+	int r = v->data_dirfd >= 0 ? fstatvfs(v->data_dirfd, &st) : statvfs("/", &st);
+
+	(void)ino;
+	if (r < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	st.f_namemax = EOS_NAME_MAX;
+	fuse_reply_statfs(req, &st);
+}
+
+static void
+op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+	    int flags)
+{
+	NODE_OR_FAIL(n, req, ino);
+	fuse_reply_err(req, -eos_xattr_set(view_of(req), n, name, value, size, flags));
+}
+
+static void
+reply_xattr(fuse_req_t req, size_t size, ssize_t r, const char *buf)
+{
+	if (r < 0)
+		fuse_reply_err(req, (int)-r);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)r);
+	else
+		fuse_reply_buf(req, buf, (size_t)r);
+}
+
+static void
+op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	NODE_OR_FAIL(n, req, ino);
+	cleanup_free char *buf = size ? malloc(size) : NULL;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	reply_xattr(req, size, eos_xattr_get(view_of(req), n, name, buf, size), buf);
+}
+
+static void
+op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	NODE_OR_FAIL(n, req, ino);
+	cleanup_free char *buf = size ? malloc(size) : NULL;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	reply_xattr(req, size, eos_xattr_list(view_of(req), n, buf, size), buf);
+}
+
+static void
+op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	NODE_OR_FAIL(n, req, ino);
+	fuse_reply_err(req, -eos_xattr_set(view_of(req), n, name, NULL, 0, 0));
+}
+
+static void
+op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+	     struct fuse_file_info *fi)
+{
+	(void)ino;
+	fuse_reply_err(req, -eos_fs_fallocate(view_of(req), handle_of(fi), mode, (uint64_t)off,
+					      (uint64_t)len));
+}
+
+static void
+op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
+		   fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
+		   int flags)
+{
+	ssize_t got;
+
+	(void)ino_in;
+	(void)ino_out;
+	if (flags) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	got = eos_fs_copy_range(view_of(req), handle_of(fi_in), (uint64_t)off_in, handle_of(fi_out),
+				(uint64_t)off_out, len);
+	if (got < 0)
+		fuse_reply_err(req, (int)-got);
+	else
+		fuse_reply_write(req, (size_t)got);
+}
+
+static void
+op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	int64_t r = eos_fs_lseek(view_of(req), handle_of(fi), off, whence);
+
+	(void)ino;
+	if (r < 0)
+		fuse_reply_err(req, (int)-r);
+	else
+		fuse_reply_lseek(req, (off_t)r);
+}
+
+static void
+op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	conn->want |= conn->capable &
+		      (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
+		       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_READDIRPLUS | FUSE_CAP_PARALLEL_DIROPS);
+	conn->want &= ~(unsigned)(FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_WRITEBACK_CACHE);
+	conn->max_background = 64;
+}
+
+static const struct fuse_lowlevel_ops OPS = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.symlink = op_symlink,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.create = op_create,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.fallocate = op_fallocate,
+	.copy_file_range = op_copy_file_range,
+	.lseek = op_lseek,
+};
+
+/* --- mounting --------------------------------------------------------------------------------- */
+
+static int
+check_mountpoint(const char *path, struct eos_error *err)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int r = 0;
+
+	if (!d)
+		return eos_error_set(err, eos_neg_errno(), "mountpoint '%s': %m", path);
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+			r = eos_error_set(err, -ENOTEMPTY,
+					  "mountpoint '%s' is not empty (it holds '%s')", path,
+					  e->d_name);
+			break;
+		}
+	closedir(d);
+	return r;
+}
+
+static int
+build_args(struct eos_view *v, const char *opts, struct fuse_args *args)
+{
+	cleanup_free char *o = NULL;
+
+	if (asprintf(&o, "fsname=eos:%s,subtype=eos,default_permissions%s%s%s", v->sandbox,
+		     v->session ? "" : ",ro", opts && *opts ? "," : "", opts ? opts : "") < 0)
+		return -ENOMEM;
+	if (fuse_opt_add_arg(args, "eosfs") < 0 || fuse_opt_add_arg(args, "-o") < 0 ||
+	    fuse_opt_add_arg(args, o) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int
+eos_view_mount(struct eos_view *v, const char *mountpoint, const char *opts,
+	       struct eos_view_mount **ret, struct eos_error *err)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct eos_view_mount *m;
+	int r = check_mountpoint(mountpoint, err);
+
+	if (r < 0)
+		return r;
+	m = calloc(1, sizeof(*m));
+	if (!m || !(m->mountpoint = strdup(mountpoint)) || build_args(v, opts, &args) < 0) {
+		fuse_opt_free_args(&args);
+		eos_view_mount_free(m);
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	}
+	m->view = v;
+	m->se = fuse_session_new(&args, &OPS, sizeof(OPS), v);
+	fuse_opt_free_args(&args);
+	if (!m->se) {
+		eos_view_mount_free(m);
+		return eos_error_set(err, -EINVAL, "mount '%s': bad FUSE options '%s'", mountpoint,
+				     opts ? opts : "");
+	}
+	if (fuse_session_mount(m->se, mountpoint) != 0) {
+		eos_view_mount_free(m);
+		return eos_error_set(err, -EIO, "mount '%s' failed (see the message above)",
+				     mountpoint);
+	}
+	m->mounted = true;
+	*ret = m;
+	return 0;
+}
+
+int
+eos_view_mount_serve(struct eos_view_mount *m, struct eos_error *err)
+{
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	int r;
+
+	if (!cfg)
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	fuse_loop_cfg_set_clone_fd(cfg, 1);
+	fuse_loop_cfg_set_max_threads(cfg, 16);
+	fuse_loop_cfg_set_idle_threads(cfg, 4);
+	r = fuse_session_loop_mt(m->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	if (r < 0)
+		return eos_error_set(err, r, "serving '%s': %s", m->mountpoint, strerror(-r));
+	return 0;
+}
+
+void
+eos_view_mount_stop(struct eos_view_mount *m)
+{
+	fuse_session_exit(m->se);
+	if (m->mounted) {
+		fuse_session_unmount(m->se);
+		m->mounted = false;
+	}
+}
+
+void
+eos_view_mount_free(struct eos_view_mount *m)
+{
+	if (!m)
+		return;
+	if (m->se) {
+		if (m->mounted)
+			fuse_session_unmount(m->se);
+		fuse_session_destroy(m->se);
+	}
+	free(m->mountpoint);
+	free(m);
+}

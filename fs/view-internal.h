@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs/ internals: the inode model shared by the modules of the view (doc/fs.md).
+ *
+ * A node is one inode of the view. A node is "lower" while it only mirrors a store entry (its
+ * origin path at the view's version) and "upper" once the session changed it: then it has a
+ * node record in the delta, and every directory on its primary path is upper too, holding a
+ * dirent (name → inode, or a whiteout) for it. Lower nodes are created by lookup and freed when
+ * the kernel forgets them; their inode numbers stay reserved for the life of the mount in an
+ * identity map (origin path or hard-link group → inode), so a re-lookup gets the same number.
+ *
+ * Locks: node->lock guards every field of the node except nlookup (the table shard lock).
+ * Order: a parent before its children; two unrelated directories in inode-number order; table
+ * and identity shard locks are innermost and never held across a call into the store.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/hashmap.h"
+
+#include "fs/view.h"
+#include "fs/writelog.h"
+
+enum {
+	EOS_ROOT_INO = 1,
+	EOS_TABLE_SHARDS = 64,
+	EOS_DIRENT_ABSENT = 0,		  /* no upper dirent: look in the lower directory */
+	EOS_DIRENT_WHITEOUT = UINT64_MAX, /* deleted: hides the lower name */
+};
+
+enum eos_node_flags {
+	EOS_NODE_UPPER = 1 << 0,	/* has a node record in the delta */
+	EOS_NODE_DATA = 1 << 1,		/* file content in the session's data file <ino> */
+	EOS_NODE_OPAQUE = 1 << 2,	/* directory: lower children hidden */
+	EOS_NODE_META_CHANGED = 1 << 3, /* attributes changed by the session */
+	EOS_NODE_CREATED = 1 << 4,	/* created by the session (no origin) */
+	EOS_NODE_DIRTY = 1 << 5,	/* in-memory record newer than the stored one */
+	EOS_NODE_LOG_DIRTY = 1 << 6,	/* write log newer than the stored one */
+	EOS_NODE_XATTRS = 1 << 7,	/* xattrs loaded (upper nodes: always) */
+	EOS_NODE_SUBDIRS = 1 << 8,	/* directory: subdirs is known */
+	EOS_NODE_PERSISTED = EOS_NODE_UPPER | EOS_NODE_DATA | EOS_NODE_OPAQUE |
+			     EOS_NODE_META_CHANGED | EOS_NODE_CREATED,
+};
+
+struct eos_xattr {
+	char *name;
+	void *value;
+	size_t len;
+};
+
+struct eos_node {
+	uint64_t ino;
+	pthread_mutex_t lock;
+	uint64_t nlookup; /* kernel references (table shard lock) */
+	unsigned opens;	  /* open file handles */
+	unsigned flags;	  /* enum eos_node_flags */
+	uint32_t mode;	  /* S_IFMT | permissions */
+	uint32_t uid, gid;
+	uint32_t nlink;
+	uint64_t size;
+	struct timespec atime, mtime, ctime;
+	uint64_t parent; /* primary link, for copying ancestors up */
+	char *name;
+	char *lower;		    /* origin path at the view version; NULL: none */
+	struct eos_stat *lst;	    /* origin's store stat (dirs: lookups; files: content) */
+	uint64_t link_group;	    /* origin's hard-link group */
+	char *target;		    /* symlink target (loaded on first readlink for lower nodes) */
+	int data_fd;		    /* open data file, or -1 */
+	struct eos_hashmap dirents; /* upper directories: name → ino / EOS_DIRENT_* (u64) */
+	uint64_t subdirs;	    /* directories: number of subdirectories */
+	struct eos_xattr *xattrs;
+	size_t nxattrs;
+	struct eos_writelog log;
+};
+
+struct eos_table_shard {
+	pthread_mutex_t lock;
+	struct eos_hashmap nodes; /* be64 ino → struct eos_node * (NULL once freed) */
+	struct eos_hashmap ids;	  /* identity key → ino (u64), never removed */
+};
+
+struct eos_view {
+	struct eos_store *store;
+	char *sandbox;
+	char *session; /* NULL: read-only */
+	char *data_dir;
+	int data_dirfd;
+	uint64_t version;
+	char *self_owner; /* "workspace_session:<name>" */
+	eos_view_resolve_fn resolve;
+	void *resolve_ctx;
+	_Atomic uint64_t next_ino;
+	struct eos_table_shard shards[EOS_TABLE_SHARDS];
+	struct eos_table_shard idshards[EOS_TABLE_SHARDS];
+	struct eos_opstable ops; /* operation ids of write logs */
+};
+
+/* An open file. */
+struct eos_handle {
+	struct eos_node *node;
+	struct eos_file *lower; /* lower content, while the node has no data file */
+	uint32_t op;		/* write log operation index */
+	int flags;		/* open flags */
+};
+
+/* inode.c: the node table */
+struct eos_node *eos_node_new(uint64_t ino);
+void eos_node_free(struct eos_node *n);
+/* The node of ino, which the kernel references (NULL when unknown: a protocol error). */
+struct eos_node *eos_node_get(struct eos_view *v, uint64_t ino);
+/* Insert n (ino must be free). */
+int eos_node_insert(struct eos_view *v, struct eos_node *n);
+/* Add kernel references to an existing node. */
+void eos_node_ref(struct eos_view *v, struct eos_node *n, uint64_t count);
+/* Drop kernel references; frees lower or unlinked nodes reaching zero. */
+void eos_node_forget(struct eos_view *v, uint64_t ino, uint64_t count);
+/* Reserve or find the inode number of an identity key (origin path or link group). */
+int eos_node_identity(struct eos_view *v, const char *path, uint64_t group, uint64_t *ret);
+/* Record that identity → ino (loading the delta). */
+int eos_node_identity_set(struct eos_view *v, const char *path, uint64_t group, uint64_t ino);
+uint64_t eos_node_alloc_ino(struct eos_view *v);
+/* Fill st from n (caller holds n->lock). */
+void eos_node_stat(const struct eos_node *n, struct stat *st);
+/* Node for a lower store entry (new or existing for its identity), with one kernel reference
+ * added when ref. */
+int eos_node_from_lower(struct eos_view *v, const struct eos_node *parent, const char *name,
+			const struct eos_stat *lst, bool ref, struct eos_node **ret);
+/* Set type, attributes, size and times of n from a store stat. */
+void eos_node_fill_lower(struct eos_node *n, const struct eos_stat *lst);
+void eos_node_touch(struct eos_node *n, bool mtime);
+struct timespec eos_ns_to_ts(int64_t ns);
+int64_t eos_ts_to_ns(struct timespec ts);
+static inline bool
+eos_node_is_dir(const struct eos_node *n)
+{
+	return S_ISDIR(n->mode);
+}
+
+/* dir.c: names */
+/* Resolve name in directory p (locked) to its node (created for lower entries); with ref, one
+ * kernel reference is added atomically. -ENOENT when absent. */
+int eos_dir_child(struct eos_view *v, struct eos_node *p, const char *name, bool ref,
+		  struct eos_node **ret);
+/* Whether the lower directory of p has name (p locked). */
+bool eos_dir_lower_has(struct eos_view *v, struct eos_node *p, const char *name);
+/* Set the upper dirent name of p (locked) to value (ino, or EOS_DIRENT_*) and stage it. */
+int eos_dir_set(struct eos_view *v, struct eos_node *p, const char *name, uint64_t value,
+		struct eos_session_batch *b);
+/* Remove name from p (locked): whiteout when the lower has it, else no dirent. */
+int eos_dir_drop(struct eos_view *v, struct eos_node *p, const char *name,
+		 struct eos_session_batch *b);
+/* Make sure p->subdirs is known (p locked). */
+int eos_dir_count_subdirs(struct eos_view *v, struct eos_node *p);
+
+struct eos_dirent_snap {
+	char *name;
+	uint64_t ino;
+	uint32_t type; /* S_IFMT bits */
+};
+struct eos_dir_snapshot {
+	struct eos_dirent_snap *v;
+	size_t n, cap;
+};
+/* The merged listing of p (locked). */
+int eos_dir_snapshot(struct eos_view *v, struct eos_node *p, struct eos_dir_snapshot *ret);
+void eos_dir_snapshot_release(struct eos_dir_snapshot *s);
+/* Whether p (locked) has no visible entries. */
+int eos_dir_is_empty(struct eos_view *v, struct eos_node *p);
+
+/* delta.c: persistence */
+int eos_delta_batch(struct eos_view *v, struct eos_session_batch **ret);
+int eos_delta_put_node(struct eos_view *v, struct eos_node *n, struct eos_session_batch *b);
+int eos_delta_put_dirent(struct eos_node *p, const char *name, uint64_t value,
+			 struct eos_session_batch *b);
+int eos_delta_put_log(struct eos_view *v, struct eos_node *n, struct eos_session_batch *b);
+int eos_delta_put_op(uint32_t index, const char *owner, struct eos_session_batch *b);
+int eos_delta_delete_node(struct eos_node *n, struct eos_session_batch *b);
+/* Write b (errors are logged: the kernel already saw the operation succeed). */
+int eos_delta_commit(struct eos_view *v, struct eos_session_batch *b, bool sync);
+int eos_delta_load(struct eos_view *v, struct eos_error *err);
+/* Persist n (locked) when dirty. */
+int eos_delta_flush_node(struct eos_view *v, struct eos_node *n, bool sync);
+
+/* copyup.c */
+/* Give n a node record and dirents on its primary path (locks ancestors, not n). */
+int eos_copyup_meta(struct eos_view *v, struct eos_node *n);
+/* Give n (locked, upper) a data file; with truncate, an empty one instead of the content. */
+int eos_copyup_data(struct eos_view *v, struct eos_node *n, bool truncate);
+/* Open n's data file when not open (n locked). */
+int eos_data_open(struct eos_view *v, struct eos_node *n);
+void eos_data_path(const struct eos_node *n, char *out, size_t size);
+
+/* xattr.c (these lock n) */
+enum {
+	XATTR_CREATE_FLAG = 1,
+	XATTR_REPLACE_FLAG = 2
+};							    /* as XATTR_CREATE/REPLACE */
+int eos_xattr_load(struct eos_view *v, struct eos_node *n); /* n locked */
+void eos_xattrs_free(struct eos_node *n);
+ssize_t eos_xattr_get(struct eos_view *v, struct eos_node *n, const char *name, void *buf,
+		      size_t size);
+ssize_t eos_xattr_list(struct eos_view *v, struct eos_node *n, char *buf, size_t size);
+int eos_xattr_set(struct eos_view *v, struct eos_node *n, const char *name, const void *value,
+		  size_t len, int flags);
+
+/* The caller of a request. */
+struct eos_ctx {
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+};
+
+/* namespace.c: operations on names (take the locks they need). New nodes carry one reference. */
+int eos_fs_lookup(struct eos_view *v, struct eos_node *p, const char *name, struct eos_node **ret);
+int eos_fs_make(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, const char *name,
+		uint32_t mode, const char *target, struct eos_node **ret);
+int eos_fs_link(struct eos_view *v, struct eos_node *n, struct eos_node *p, const char *name);
+int eos_fs_unlink(struct eos_view *v, struct eos_node *p, const char *name, bool dir);
+enum {
+	EOS_RENAME_NOREPLACE = 1 << 0,
+	EOS_RENAME_EXCHANGE = 1 << 1
+};
+int eos_fs_rename(struct eos_view *v, struct eos_node *p1, const char *n1, struct eos_node *p2,
+		  const char *n2, unsigned flags);
+int eos_fs_readlink(struct eos_view *v, struct eos_node *n, char **ret);
+/* Attributes of n, with the subdirectory count of directories resolved. */
+int eos_fs_getattr(struct eos_view *v, struct eos_node *n, struct stat *st);
+
+/* file.c */
+enum eos_setattr {
+	EOS_SET_MODE = 1 << 0,
+	EOS_SET_UID = 1 << 1,
+	EOS_SET_GID = 1 << 2,
+	EOS_SET_SIZE = 1 << 3,
+	EOS_SET_ATIME = 1 << 4,
+	EOS_SET_MTIME = 1 << 5,
+	EOS_SET_ATIME_NOW = 1 << 6,
+	EOS_SET_MTIME_NOW = 1 << 7,
+	EOS_SET_CTIME = 1 << 8,
+};
+int eos_fs_setattr(struct eos_view *v, struct eos_node *n, const struct stat *attr, unsigned valid,
+		   struct stat *out);
+int eos_fs_open(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *n, int flags,
+		struct eos_handle **ret);
+/* The data file to read from (>= 0), or -1: read with eos_fs_read_lower. */
+int eos_fs_read_fd(struct eos_handle *h);
+ssize_t eos_fs_read_lower(struct eos_view *v, struct eos_handle *h, void *buf, size_t size,
+			  uint64_t off);
+ssize_t eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t size,
+		     uint64_t off);
+int eos_fs_release(struct eos_view *v, struct eos_handle *h);
+int eos_fs_fsync(struct eos_view *v, struct eos_node *n, bool datasync);
+int eos_fs_fallocate(struct eos_view *v, struct eos_handle *h, int mode, uint64_t off,
+		     uint64_t len);
+ssize_t eos_fs_copy_range(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
+			  struct eos_handle *out, uint64_t off_out, size_t len);
+int64_t eos_fs_lseek(struct eos_view *v, struct eos_handle *h, int64_t off, int whence);

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/* fs/view: opening, persisting and closing a view. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+
+#include "fs/view-internal.h"
+
+uint64_t
+eos_view_version(const struct eos_view *v)
+{
+	return v->version;
+}
+
+bool
+eos_view_read_only(const struct eos_view *v)
+{
+	return !v->session;
+}
+
+static struct eos_view *
+view_alloc(void)
+{
+	struct eos_view *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	v->data_dirfd = -1;
+	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
+		pthread_mutex_init(&v->shards[i].lock, NULL);
+		pthread_mutex_init(&v->idshards[i].lock, NULL);
+	}
+	eos_opstable_init(&v->ops);
+	atomic_store(&v->next_ino, EOS_ROOT_INO + 1);
+	return v;
+}
+
+/* The root node from the store's root directory. */
+static int
+root_from_lower(struct eos_view *v, struct eos_error *err)
+{
+	struct eos_node *n = eos_node_new(EOS_ROOT_INO);
+	struct eos_stat st;
+	int r = n ? 0 : -ENOMEM;
+
+	r = r ?: eos_store_stat(v->store, v->sandbox, v->version, "", &st, err);
+	if (r == 0) {
+		eos_node_fill_lower(n, &st);
+		n->lst = malloc(sizeof(st));
+		n->lower = strdup("");
+		n->name = strdup("");
+		n->parent = EOS_ROOT_INO;
+		n->nlookup = 1;
+		r = n->lst && n->lower && n->name ? 0 : -ENOMEM;
+	}
+	if (r == 0) {
+		*n->lst = st;
+		r = eos_node_insert(v, n);
+	}
+	if (r < 0)
+		eos_node_free(n);
+	return r;
+}
+
+/* A new session's root becomes upper at once: every copy-up ends there. */
+static int
+root_make_upper(struct eos_view *v)
+{
+	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
+	struct eos_node *root = eos_node_get(v, EOS_ROOT_INO);
+	int r = eos_xattr_load(v, root);
+
+	r = r ?: eos_delta_batch(v, &b);
+	if (r < 0)
+		return r;
+	root->flags |= EOS_NODE_UPPER | EOS_NODE_XATTRS;
+	r = eos_delta_put_node(v, root, b);
+	return r ?: eos_delta_commit(v, b, true);
+}
+
+static int
+session_prepare(struct eos_view *v, const struct eos_view_options *o, struct eos_error *err)
+{
+	struct eos_session_info info;
+	int r = eos_store_session_get(v->store, o->sandbox, o->session, &info, err);
+
+	if (r == -ENOENT && o->create)
+		r = eos_store_session_create(v->store, o->sandbox, o->session, 0, &info, err);
+	if (r < 0)
+		return r;
+	v->version = info.version;
+	r = eos_store_session_dir(v->store, o->sandbox, o->session, &v->data_dir, err);
+	if (r < 0)
+		return r;
+	v->data_dirfd = open(v->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (v->data_dirfd < 0)
+		return eos_error_set(err, eos_neg_errno(), "open session directory '%s': %m",
+				     v->data_dir);
+	if (asprintf(&v->self_owner, "workspace_session:%s", o->session) < 0)
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Nodes left unlinked by a previous mount (open when it ended) are discarded. */
+static void
+discard_orphans(struct eos_view *v)
+{
+	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
+		struct eos_hashmap_iter it = { 0 };
+
+		while (eos_hashmap_next(&v->shards[i].nodes, &it)) {
+			struct eos_node *n = it.value->ptr;
+
+			if (n && n->nlink == 0 && !eos_node_is_dir(n)) {
+				n->nlookup = 1;
+				eos_node_forget(v, n->ino, 1);
+			} else if (n && n->nlink == 0) {
+				it.value->ptr = NULL;
+				eos_node_free(n);
+			}
+		}
+	}
+}
+
+static int
+view_load(struct eos_view *v, const struct eos_view_options *o, struct eos_error *err)
+{
+	int r;
+
+	if (!o->session) {
+		r = eos_store_sandbox_get(v->store, o->sandbox, &(struct eos_sandbox_info){ 0 },
+					  err);
+		r = r ?: eos_store_layer_get(v->store, o->sandbox, o->version, NULL, err);
+		return r ?: root_from_lower(v, err);
+	}
+	r = session_prepare(v, o, err);
+	r = r ?: eos_delta_load(v, err);
+	if (r < 0)
+		return r;
+	discard_orphans(v);
+	if (eos_node_get(v, EOS_ROOT_INO))
+		return 0;
+	r = root_from_lower(v, err);
+	return r ?: root_make_upper(v);
+}
+
+int
+eos_view_open(const struct eos_view_options *o, struct eos_view **ret, struct eos_error *err)
+{
+	EOS_CLEANUP(eos_view_closep) struct eos_view *v = view_alloc();
+	struct eos_sandbox_info info;
+	int r;
+
+	if (!v)
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	v->store = o->store;
+	v->sandbox = strdup(o->sandbox);
+	v->session = o->session ? strdup(o->session) : NULL;
+	v->resolve = o->resolve;
+	v->resolve_ctx = o->resolve_ctx;
+	if (!v->sandbox || (o->session && !v->session))
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	r = eos_store_sandbox_get(o->store, o->sandbox, &info, err);
+	if (r < 0)
+		return r;
+	v->version = o->version ? o->version : info.head;
+	r = view_load(v, o, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(v);
+	return 0;
+}
+
+int
+eos_view_persist(struct eos_view *v, bool sync, struct eos_error *err)
+{
+	int r = 0;
+
+	if (!v->session)
+		return 0;
+	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
+		struct eos_hashmap_iter it = { 0 };
+
+		pthread_mutex_lock(&v->shards[i].lock);
+		while (eos_hashmap_next(&v->shards[i].nodes, &it)) {
+			struct eos_node *n = it.value->ptr;
+
+			if (n && pthread_mutex_trylock(&n->lock) == 0) {
+				r = eos_delta_flush_node(v, n, false) ?: r;
+				pthread_mutex_unlock(&n->lock);
+			}
+		}
+		pthread_mutex_unlock(&v->shards[i].lock);
+	}
+	if (r == 0 && sync) {
+		struct eos_node *root = eos_node_get(v, EOS_ROOT_INO);
+
+		pthread_mutex_lock(&root->lock);
+		r = eos_delta_flush_node(v, root, true);
+		pthread_mutex_unlock(&root->lock);
+	}
+	return r < 0 ? eos_error_set(err, r, "session '%s': cannot write the delta", v->session)
+		     : 0;
+}
+
+void
+eos_view_close(struct eos_view *v)
+{
+	if (!v)
+		return;
+	if (v->session && eos_node_get(v, EOS_ROOT_INO))
+		eos_view_persist(v, true, NULL);
+	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
+		struct eos_hashmap_iter it = { 0 };
+
+		while (eos_hashmap_next(&v->shards[i].nodes, &it))
+			eos_node_free(it.value->ptr);
+		eos_hashmap_release(&v->shards[i].nodes);
+		eos_hashmap_release(&v->idshards[i].ids);
+		pthread_mutex_destroy(&v->shards[i].lock);
+		pthread_mutex_destroy(&v->idshards[i].lock);
+	}
+	eos_opstable_release(&v->ops);
+	if (v->data_dirfd >= 0)
+		close(v->data_dirfd);
+	free(v->data_dir);
+	free(v->self_owner);
+	free(v->sandbox);
+	free(v->session);
+	free(v);
+}
+
+int
+eos_view_resolve_environ(void *ctx, pid_t pid, char *out, size_t size)
+{
+	static const char KEY[] = "EOS_OPERATION=";
+	char path[64], buf[65536];
+	cleanup_close int fd = -1;
+	ssize_t n;
+
+	(void)ctx;
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return -ENOENT;
+	buf[n] = 0;
+	for (char *p = buf; p < buf + n; p += strlen(p) + 1) {
+		if (strncmp(p, KEY, sizeof(KEY) - 1) != 0 || !p[sizeof(KEY) - 1])
+			continue;
+		return snprintf(out, size, "operation:%s", p + sizeof(KEY) - 1) < (int)size
+			       ? 0
+			       : -ENOENT;
+	}
+	return -ENOENT;
+}

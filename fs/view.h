@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs/view: a workspace session's view — the store at the session's leased version below, the
+ * session's private delta on top — served as a FUSE low-level filesystem (doc/fs.md).
+ *
+ * Calling sequence.
+ *	eos_view_open()          load (or start) the session's delta; no mount needed
+ *	  eos_view_mount()       mount the view at a directory (fs/ops.c, the only libfuse user)
+ *	  eos_view_mount_serve() serve requests on worker threads until unmounted or stopped
+ *	  eos_view_mount_free()  unmount (if still mounted) and free
+ *	  eos_view_delta()       enumerate the session's changes (the publish gate's input)
+ *	eos_view_close()         write pending metadata and free
+ *
+ * Threads. Requests run on many threads at once: each inode has its own lock, the inode table is
+ * sharded, and no request takes a view-wide lock. eos_view_delta() may run while the view is
+ * mounted and served; it locks one directory at a time.
+ *
+ * Persistence. Metadata changes of namespace operations are written to the store's session
+ * column family at once (unsynced); sizes, times and write logs of open files when they are
+ * released, fsync'ed or the view is closed. fsync and fsyncdir make everything durable.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+#include "store/store.h"
+
+enum {
+	EOS_OPERATION_MAX = 200, /* bytes of an operation id, as in a layer owner */
+};
+
+/*
+ * Map the pid of a process opening a file to the operation it belongs to: write the owner string
+ * ("operation:req-91") into out[size] and return 0, or return -ENOENT when no operation claims
+ * it (the write is then attributed to the session itself). Called from worker threads.
+ */
+typedef int (*eos_view_resolve_fn)(void *ctx, pid_t pid, char *out, size_t size);
+
+/* The resolver eosfs uses: EOS_OPERATION=<id> in /proc/<pid>/environ gives "operation:<id>". */
+int eos_view_resolve_environ(void *ctx, pid_t pid, char *out, size_t size);
+
+struct eos_view_options {
+	struct eos_store *store;
+	const char *sandbox;
+	const char *session; /* NULL: a read-only view of `version` */
+	bool create;	     /* create the session (leased on the head) when it does not exist */
+	uint64_t version;    /* read-only views: the version shown (0 = head) */
+	eos_view_resolve_fn resolve; /* NULL: every write belongs to the session */
+	void *resolve_ctx;
+};
+
+struct eos_view;
+
+/*
+ * Open the view: for a session, load its delta (creating the session when opts->create and it
+ * does not exist); for a read-only view, check the version. -ENOENT names a missing sandbox,
+ * session or version. Caller owns *ret.
+ */
+int eos_view_open(const struct eos_view_options *opts, struct eos_view **ret,
+		  struct eos_error *err);
+/* Write pending metadata (sizes, times, write logs); sync waits for the disk. */
+int eos_view_persist(struct eos_view *v, bool sync, struct eos_error *err);
+/* Persist and free. NULL-safe. No mount may be alive. */
+void eos_view_close(struct eos_view *v);
+EOS_DEFINE_CLEANUP(struct eos_view *, eos_view_close)
+
+uint64_t eos_view_version(const struct eos_view *v);
+bool eos_view_read_only(const struct eos_view *v);
+
+/* --- serving (fs/ops.c) ----------------------------------------------------------------------- */
+
+struct eos_view_mount;
+
+/*
+ * Mount v at mountpoint (an existing empty directory: -ENOTEMPTY names it otherwise). opts are
+ * extra comma-separated FUSE mount options (may be NULL). As non-root, fusermount3 mounts.
+ */
+int eos_view_mount(struct eos_view *v, const char *mountpoint, const char *opts,
+		   struct eos_view_mount **ret, struct eos_error *err);
+/* Serve requests until unmounted (fusermount3 -u) or eos_view_mount_stop(). 0 or -errno. */
+int eos_view_mount_serve(struct eos_view_mount *m, struct eos_error *err);
+/* Ask a serving mount to stop (any thread, async-signal-unsafe). */
+void eos_view_mount_stop(struct eos_view_mount *m);
+/* Unmount when still mounted, free. NULL-safe. */
+void eos_view_mount_free(struct eos_view_mount *m);
+EOS_DEFINE_CLEANUP(struct eos_view_mount *, eos_view_mount_free)
+
+/* --- the delta, for the publish gate ---------------------------------------------------------- */
+
+enum eos_delta_change {
+	EOS_DELTA_DELETE = 1, /* path removed (and everything below it) */
+	EOS_DELTA_PUT = 2,    /* path created, or its content/type changed */
+	EOS_DELTA_ATTR = 3,   /* only attributes (mode, owner, times, xattrs) changed */
+	EOS_DELTA_DIR = 4,    /* unchanged directory on the way to changes below it */
+};
+
+/* Write log: bytes [start, end) of the file were last written by operation `owner`. */
+struct eos_delta_range {
+	uint64_t start, end;
+	const char *owner;
+};
+
+struct eos_delta_entry {
+	const char *path;
+	enum eos_delta_change change;
+	uint32_t mode; /* S_IFMT | permission bits */
+	uint32_t uid, gid;
+	int64_t mtime_ns;
+	uint64_t node; /* inode number: entries sharing one are hard links of each other */
+	bool opaque;   /* directory that hides all older children (created over a deletion) */
+	/* files */
+	uint64_t size;
+	const char *data_path;		   /* content in this file, or NULL: */
+	const struct eos_content *content; /* … content unchanged, still in the store */
+	const struct eos_delta_range *ranges;
+	size_t nranges;
+	const char *target; /* symlinks */
+	const char *origin; /* the lower path this entry came from when renamed, else NULL */
+};
+
+/*
+ * Call fn for every change of the session, parents before children (a deleted path is reported
+ * once, not its descendants). Runs beside a mounted view without blocking it for long: each
+ * directory is copied under its lock and walked after. fn's non-zero return stops the walk.
+ */
+typedef int (*eos_delta_fn)(void *ctx, const struct eos_delta_entry *e);
+int eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_error *err);
