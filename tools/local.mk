@@ -3,3 +3,8 @@ tools_eos_store_SOURCES = tools/eos-store.c tools/eos-store.h tools/eos-store-re
 	tools/eos-store-admin.c
 tools_eos_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tools_eos_store_LDADD = $(STORE_LIBS)
+
+bin_PROGRAMS += tools/eosfs
+tools_eosfs_SOURCES = tools/eosfs.c
+tools_eosfs_CFLAGS = $(AM_CFLAGS)
+tools_eosfs_LDADD = $(FS_LIBS)
