@@ -3,7 +3,7 @@
  * fs/ops: the FUSE low-level operation table and mount loop — the only file that uses libfuse.
  * Each handler converts arguments, calls the view (fs/namespace.c, fs/file.c, …) and replies.
  */
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 312
 #include <dirent.h>
 #include <errno.h>
 #include <fuse_lowlevel.h>
@@ -19,6 +19,10 @@
 #include "fs/view-internal.h"
 
 static const double TIMEOUT = 86400.0; /* only eos changes a view: cache for a day */
+
+enum {
+	WORKERS = 16
+};
 
 struct eos_view_mount {
 	struct eos_view *view;
@@ -394,25 +398,23 @@ static void
 op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	NODE_OR_FAIL(n, req, ino);
-	struct dir_handle *d = calloc(1, sizeof(*d));
-	int r = d ? 0 : -ENOMEM;
+	struct dir_handle *d;
 
-	if (r == 0) {
-		pthread_mutex_lock(&n->lock);
-		r = eos_node_is_dir(n) ? eos_dir_snapshot(view_of(req), n, &d->snap) : -ENOTDIR;
-		pthread_mutex_unlock(&n->lock);
-	}
-	if (r < 0) {
-		free(d);
-		fuse_reply_err(req, -r);
+	if (!eos_node_is_dir(n)) {
+		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
-	fi->fh = (uint64_t)(uintptr_t)d;
-	fi->cache_readdir = 0;
-	if (fuse_reply_open(req, fi) < 0) {
-		eos_dir_snapshot_release(&d->snap);
-		free(d);
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
 	}
+	/* The listing is taken at the first readdir: a warm kernel cache needs none. */
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fi->cache_readdir = 1; /* only this mount changes the directory: the kernel may keep it */
+	fi->keep_cache = 1;
+	if (fuse_reply_open(req, fi) < 0)
+		free(d);
 }
 
 /* Add one entry at offset next (plus: with a looked-up node). Returns bytes added, 0 if full. */
@@ -456,13 +458,19 @@ readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fu
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (off == 0 && d->taken) {
+	if (off == 0 || !d->taken) {
+		int r;
+
 		eos_dir_snapshot_release(&d->snap);
 		pthread_mutex_lock(&n->lock);
-		eos_dir_snapshot(view_of(req), n, &d->snap);
+		r = eos_dir_snapshot(view_of(req), n, &d->snap);
 		pthread_mutex_unlock(&n->lock);
+		if (r < 0) {
+			fuse_reply_err(req, -r);
+			return;
+		}
+		d->taken = true;
 	}
-	d->taken = true;
 	for (off_t i = off; i < (off_t)d->snap.n + 2; i++) {
 		struct eos_dirent_snap dots = { .name = (char *)(i == 0 ? "." : ".."),
 						.type = S_IFDIR,
@@ -747,8 +755,9 @@ eos_view_mount_serve(struct eos_view_mount *m, struct eos_error *err)
 	if (!cfg)
 		return eos_error_set(err, -ENOMEM, "out of memory");
 	fuse_loop_cfg_set_clone_fd(cfg, 1);
-	fuse_loop_cfg_set_max_threads(cfg, 16);
-	fuse_loop_cfg_set_idle_threads(cfg, 4);
+	/* idle workers stay: with clone_fd each new worker costs an open of /dev/fuse */
+	fuse_loop_cfg_set_max_threads(cfg, WORKERS);
+	fuse_loop_cfg_set_idle_threads(cfg, WORKERS);
 	r = fuse_session_loop_mt(m->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	if (r < 0)
