@@ -37,6 +37,7 @@ view_alloc(void)
 		pthread_mutex_init(&v->idshards[i].lock, NULL);
 	}
 	eos_opstable_init(&v->ops);
+	pthread_mutex_init(&v->links_lock, NULL);
 	atomic_store(&v->next_ino, EOS_ROOT_INO + 1);
 	return v;
 }
@@ -134,9 +135,9 @@ view_load(struct eos_view *v, const struct eos_view_options *o, struct eos_error
 	int r;
 
 	if (!o->session) {
-		r = eos_store_sandbox_get(v->store, o->sandbox, &(struct eos_sandbox_info){ 0 },
-					  err);
-		r = r ?: eos_store_layer_get(v->store, o->sandbox, o->version, NULL, err);
+		struct eos_layer_info layer;
+
+		r = eos_store_layer_get(v->store, o->sandbox, v->version, &layer, err);
 		return r ?: root_from_lower(v, err);
 	}
 	r = session_prepare(v, o, err);
@@ -227,6 +228,8 @@ eos_view_close(struct eos_view *v)
 		pthread_mutex_destroy(&v->idshards[i].lock);
 	}
 	eos_opstable_release(&v->ops);
+	eos_hashmap_release(&v->links);
+	pthread_mutex_destroy(&v->links_lock);
 	if (v->data_dirfd >= 0)
 		close(v->data_dirfd);
 	free(v->data_dir);
