@@ -143,9 +143,12 @@ eos_buf_array_reserve(void *arrayp, size_t *cap, size_t n, size_t size, size_t m
 
 	if (n < *cap)
 		return 0;
-	if (*cap > SIZE_MAX / 2)
-		return -ENOMEM;
-	ncap = *cap ? *cap * 2 : min_cap;
+	ncap = *cap ? *cap : (min_cap ? min_cap : 1);
+	while (ncap <= n) {
+		if (ncap > SIZE_MAX / 2)
+			return -ENOMEM;
+		ncap *= 2;
+	}
 	/* arrayp points at some T *, which has the representation of a void * */
 	memcpy(&items, arrayp, sizeof(items));
 	p = reallocarray(items, ncap, size);

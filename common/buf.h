@@ -42,8 +42,9 @@ uint8_t *eos_buf_steal(struct eos_buf *b, size_t *ret_len);
 
 /*
  * Growable arrays of any element type, kept as a pointer, a count n and a capacity *cap (in
- * elements): make room for element n of size bytes. When n == *cap, *arrayp (a `T **` passed as
- * void *) is reallocated to twice *cap elements (min_cap for an empty array) and *cap updated.
+ * elements): make room for element n of size bytes. When n >= *cap, *arrayp (a `T **` passed as
+ * void *) is reallocated to *cap (min_cap for an empty array) doubled until it exceeds n, and *cap
+ * updated.
  * Returns 0 or -ENOMEM (then *arrayp and *cap are unchanged, and still owned by the caller):
  *	if (eos_buf_array_reserve(&a->v, &a->cap, a->n, sizeof(*a->v), 16) < 0)
  *		return -ENOMEM;
