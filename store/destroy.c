@@ -126,5 +126,6 @@ eos_store_sandbox_destroy(struct eos_store *st, const char *id, struct eos_error
 	r = destroy_locked(st, id, err);
 	pthread_mutex_unlock(&st->write_lock);
 	eos_store_exclusive_end(st);
-	return r;
+	/* the records are gone: the session data directories follow */
+	return r ?: eos_session_dirs_remove(st, id, NULL, err);
 }

@@ -162,13 +162,13 @@ list_one(void *ctx, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen
 {
 	struct list_ctx *c = ctx;
 	const uint8_t *name = k + c->plen;
-	size_t nlen = klen - c->plen;
+	const uint8_t *nul = memchr(name, 0, klen - c->plen);
+	size_t nlen = nul ? (size_t)(nul - name) : 0;
 
-	/* only "name · 0 · R" keys */
-	if (nlen < 3 || k[klen - 1] != TAG_RECORD || k[klen - 2] != 0)
+	/* only "name · 0 · R" keys: the name ends at the first NUL, the tag follows it */
+	if (!nul || klen != c->plen + nlen + 2 || nul[1] != TAG_RECORD)
 		return 0;
-	nlen -= 2;
-	if (nlen > EOS_SESSION_NAME_MAX || memchr(name, 0, nlen))
+	if (nlen == 0 || nlen > EOS_SESSION_NAME_MAX)
 		return -EBADMSG;
 	if (eos_buf_array_reserve(&c->v, &c->cap, c->n + 1, sizeof(*c->v), 8) < 0)
 		return -ENOMEM;
@@ -229,6 +229,20 @@ session_dir_path(struct eos_store *st, const char *sandbox, const char *name, ch
 	return asprintf(ret, "%s/sessions/%s/%s", st->dir, sandbox, name) < 0 ? -ENOMEM : 0;
 }
 
+int
+eos_session_dirs_remove(struct eos_store *st, const char *sandbox, const char *name,
+			struct eos_error *err)
+{
+	cleanup_free char *dir = NULL;
+
+	if (session_dir_path(st, sandbox, name ? name : "", &dir) < 0)
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	if (nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
+		return eos_error_set(err, eos_neg_errno(), "remove session directory '%s': %m",
+				     dir);
+	return 0;
+}
+
 static int
 records_delete(struct eos_store *st, uint64_t sbx, const char *name, struct eos_error *err)
 {
@@ -252,7 +266,6 @@ eos_store_session_remove(struct eos_store *st, const char *sandbox, const char *
 {
 	char lease[EOS_LEASE_NAME_MAX + 1];
 	struct eos_session_info info;
-	cleanup_free char *dir = NULL;
 	uint64_t sbx;
 	int r = session_resolve(st, sandbox, name, &sbx, err);
 
@@ -262,12 +275,7 @@ eos_store_session_remove(struct eos_store *st, const char *sandbox, const char *
 		return r;
 	if (lease_name(name, lease, sizeof(lease)) == 0)
 		eos_store_lease_release(st, sandbox, lease, NULL);
-	if (session_dir_path(st, sandbox, name, &dir) < 0)
-		return eos_error_set(err, -ENOMEM, "session '%s': out of memory", name);
-	if (nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
-		return eos_error_set(err, eos_neg_errno(), "remove session directory '%s': %m",
-				     dir);
-	return 0;
+	return eos_session_dirs_remove(st, sandbox, name, err);
 }
 
 static int
@@ -313,14 +321,20 @@ struct scan_ctx {
 	size_t plen;
 	eos_session_scan_fn fn;
 	void *ctx;
+	int stop; /* the callback's positive return value */
 };
 
 static int
 scan_one(void *ctx, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
 {
 	struct scan_ctx *c = ctx;
+	int r = c->fn(c->ctx, k + c->plen, klen - c->plen, v, vlen);
 
-	return c->fn(c->ctx, k + c->plen, klen - c->plen, v, vlen);
+	if (r > 0) {
+		c->stop = r;
+		return -ECANCELED; /* eos_kv_scan stops on negative values only */
+	}
+	return r;
 }
 
 int
@@ -344,7 +358,8 @@ eos_store_session_scan(struct eos_store *st, const char *sandbox, const char *na
 				 .values = true,
 				 .fn = scan_one,
 				 .ctx = &c };
-	return eos_kv_scan(st->kv, &s, err);
+	r = eos_kv_scan(st->kv, &s, err);
+	return c.stop ? c.stop : r;
 }
 
 struct eos_session_batch {

@@ -50,5 +50,9 @@ void eos_store_unpin(struct eos_store *st);
 void eos_store_exclusive_begin(struct eos_store *st);
 void eos_store_exclusive_end(struct eos_store *st);
 
+/* Remove the data directory of session name of sandbox (name NULL: of all its sessions). */
+int eos_session_dirs_remove(struct eos_store *st, const char *sandbox, const char *name,
+			    struct eos_error *err);
+
 /* Current time in ns since the epoch (CLOCK_REALTIME). */
 int64_t eos_store_now_ns(void);
