@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -36,18 +37,25 @@ is_upper(struct eos_node *n, uint64_t *ret_parent, char **ret_name)
 	return upper;
 }
 
+int
+eos_copyup_record(struct eos_view *v, struct eos_node *n)
+{
+	int r = eos_xattr_load(v, n);
+
+	if (r == 0)
+		n->flags |= EOS_NODE_UPPER | EOS_NODE_XATTRS;
+	return r;
+}
+
 /* n (locked) gets its record; p (locked) a dirent for it when n is still linked there. */
 static int
 make_upper(struct eos_view *v, struct eos_node *p, struct eos_node *n, const char *name)
 {
 	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
-	int r = eos_xattr_load(v, n);
+	int r = eos_copyup_record(v, n);
 
 	r = r ?: eos_delta_batch(v, &b);
-	if (r < 0)
-		return r;
-	n->flags |= EOS_NODE_UPPER | EOS_NODE_XATTRS;
-	r = eos_delta_put_node(v, n, b);
+	r = r ?: eos_delta_put_node(v, n, b);
 	if (r == 0 && n->nlink > 0)
 		r = eos_dir_set(v, p, name, n->ino, b);
 	return r ?: eos_delta_commit(v, b, false);
@@ -83,6 +91,21 @@ eos_copyup_meta(struct eos_view *v, struct eos_node *n)
 		if (!moved)
 			return r;
 	}
+}
+
+void
+eos_data_blocks(struct eos_view *v, const struct eos_node *n, struct stat *st)
+{
+	struct stat ds;
+	char name[32];
+
+	if (!(n->flags & EOS_NODE_DATA))
+		return;
+	eos_data_path(n, name, sizeof(name));
+	if (n->data_fd >= 0 ? fstat(n->data_fd, &ds) == 0
+			    : fstatat(v->data_dirfd, name, &ds, 0) == 0)
+		st->st_blocks =
+			ds.st_blocks; /* holes and preallocation as the data file has them */
 }
 
 int

@@ -92,10 +92,16 @@ eos_fs_setattr(struct eos_view *v, struct eos_node *n, const struct stat *attr, 
 		return r;
 	pthread_mutex_lock(&n->lock);
 	r = setattr_locked(v, n, attr, valid);
+	if (n->opens == 0 && n->data_fd >= 0) {
+		close(n->data_fd); /* a truncate without an open file */
+		n->data_fd = -1;
+	}
 	if (r == 0 && eos_node_is_dir(n))
 		r = eos_dir_count_subdirs(v, n);
-	if (r == 0)
+	if (r == 0) {
 		eos_node_stat(n, out);
+		eos_data_blocks(v, n, out);
+	}
 	pthread_mutex_unlock(&n->lock);
 	return r;
 }
@@ -127,11 +133,9 @@ open_locked(struct eos_view *v, struct eos_node *n, struct eos_handle *h)
 {
 	int r = 0;
 
-	if (wants_write(h->flags) && S_ISREG(n->mode)) {
-		r = eos_copyup_data(v, n, h->flags & O_TRUNC);
-		if (r == 0 && h->flags & O_TRUNC && n->size > 0)
-			r = truncate_locked(v, n, 0);
-	}
+	/* no copy-up here: the first write copies (an open that never writes costs nothing) */
+	if (h->flags & O_TRUNC && S_ISREG(n->mode) && n->size > 0)
+		r = truncate_locked(v, n, 0);
 	if (r == 0 && n->flags & EOS_NODE_DATA)
 		r = eos_data_open(v, n);
 	else if (r == 0 && S_ISREG(n->mode) && n->lst)
@@ -157,8 +161,7 @@ eos_fs_open(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *n, i
 		return -ENOMEM;
 	h->node = n;
 	h->flags = flags;
-	if (wants_write(flags))
-		h->op = operation_of(v, ctx->pid);
+	h->pid = ctx->pid;
 	pthread_mutex_lock(&n->lock);
 	r = open_locked(v, n, h);
 	pthread_mutex_unlock(&n->lock);
@@ -168,6 +171,33 @@ eos_fs_open(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *n, i
 	}
 	*ret = h;
 	return 0;
+}
+
+/* The data file of n (locked) for writing: copied up from the store at the first write. */
+static int
+write_fd_locked(struct eos_view *v, struct eos_node *n)
+{
+	int r = eos_copyup_data(v, n, false);
+
+	r = r ?: eos_data_open(v, n);
+	return r < 0 ? r : n->data_fd;
+}
+
+static int
+handle_write_fd(struct eos_view *v, struct eos_handle *h)
+{
+	int fd;
+
+	if ((h->flags & O_ACCMODE) == O_RDONLY)
+		return -EBADF;
+	pthread_mutex_lock(&h->node->lock);
+	if (!h->op_resolved) {
+		h->op = operation_of(v, h->pid);
+		h->op_resolved = true;
+	}
+	fd = write_fd_locked(v, h->node);
+	pthread_mutex_unlock(&h->node->lock);
+	return fd;
 }
 
 int
@@ -200,15 +230,11 @@ ssize_t
 eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t size, uint64_t off)
 {
 	struct eos_node *n = h->node;
+	int fd = handle_write_fd(v, h);
 	ssize_t got;
-	int fd;
 
-	(void)v;
-	if ((h->flags & O_ACCMODE) == O_RDONLY)
-		return -EBADF;
-	fd = eos_fs_read_fd(h);
 	if (fd < 0)
-		return -EIO;
+		return fd;
 	got = pwrite(fd, buf, size, (off_t)off);
 	if (got < 0)
 		return eos_neg_errno();
@@ -261,23 +287,19 @@ eos_fs_fallocate(struct eos_view *v, struct eos_handle *h, int mode, uint64_t of
 {
 	struct eos_node *n = h->node;
 	struct stat st;
-	int r = 0;
+	int r = handle_write_fd(v, h);
 
-	(void)v;
-	if ((h->flags & O_ACCMODE) == O_RDONLY)
-		return -EBADF;
+	if (r < 0)
+		return r;
 	pthread_mutex_lock(&n->lock);
-	if (n->data_fd < 0)
-		r = -EIO;
-	else if (fallocate(n->data_fd, mode, (off_t)off, (off_t)len) < 0 ||
-		 fstat(n->data_fd, &st) < 0)
+	if (fallocate(n->data_fd, mode, (off_t)off, (off_t)len) < 0 || fstat(n->data_fd, &st) < 0)
 		r = eos_neg_errno();
-	if (r == 0) {
+	if (r >= 0) {
 		n->size = (uint64_t)st.st_size;
 		eos_node_touch(n, true);
 	}
 	pthread_mutex_unlock(&n->lock);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 static ssize_t
@@ -301,12 +323,12 @@ eos_fs_copy_range(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
 		  struct eos_handle *out, uint64_t off_out, size_t len)
 {
 	struct eos_node *n = out->node;
-	int fd_in = eos_fs_read_fd(in), fd_out = eos_fs_read_fd(out);
+	int fd_out = handle_write_fd(v, out), fd_in = eos_fs_read_fd(in);
 	loff_t oi = (loff_t)off_in, oo = (loff_t)off_out;
 	ssize_t got;
 
-	if ((out->flags & O_ACCMODE) == O_RDONLY || fd_out < 0)
-		return -EBADF;
+	if (fd_out < 0)
+		return fd_out;
 	if (fd_in >= 0)
 		got = copy_file_range(fd_in, &oi, fd_out, &oo, len, 0);
 	else

@@ -262,14 +262,16 @@ child_path(const struct eos_node *parent, const char *name, char **ret)
 }
 
 static struct eos_node *
-node_build(uint64_t ino, const struct eos_node *parent, const char *name, char *path,
-	   const struct eos_stat *lst)
+node_build(struct eos_view *v, uint64_t ino, const struct eos_node *parent, const char *name,
+	   char *path, const struct eos_stat *lst)
 {
 	struct eos_node *n = eos_node_new(ino);
 
 	if (!n)
 		return NULL;
 	eos_node_fill_lower(n, lst);
+	if (lst->kind == EOS_KIND_FILE && lst->link_group)
+		n->nlink = eos_links_count(v, lst->link_group);
 	n->parent = parent->ino;
 	n->name = strdup(name);
 	n->lst = malloc(sizeof(*lst));
@@ -308,7 +310,7 @@ eos_node_from_lower(struct eos_view *v, const struct eos_node *parent, const cha
 		*ret = n;
 		return 0;
 	}
-	fresh = node_build(ino, parent, name, path, lst);
+	fresh = node_build(v, ino, parent, name, path, lst);
 	if (!fresh)
 		return -ENOMEM;
 	fresh->nlookup = ref ? 1 : 0;

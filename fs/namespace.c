@@ -19,8 +19,10 @@ eos_fs_getattr(struct eos_view *v, struct eos_node *n, struct stat *st)
 	pthread_mutex_lock(&n->lock);
 	if (eos_node_is_dir(n))
 		r = eos_dir_count_subdirs(v, n);
-	if (r == 0)
+	if (r == 0) {
 		eos_node_stat(n, st);
+		eos_data_blocks(v, n, st);
+	}
 	pthread_mutex_unlock(&n->lock);
 	return r;
 }
@@ -54,19 +56,6 @@ name_free(struct eos_view *v, struct eos_node *p, const char *name)
 	return r == 0 ? -EEXIST : r == -ENOENT ? 0 : r;
 }
 
-static int
-new_data_file(struct eos_view *v, struct eos_node *n)
-{
-	char name[32];
-
-	eos_data_path(n, name, sizeof(name));
-	n->data_fd = openat(v->data_dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (n->data_fd < 0)
-		return eos_neg_errno();
-	n->flags |= EOS_NODE_DATA;
-	return 0;
-}
-
 static struct eos_node *
 new_node(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, const char *name,
 	 uint32_t mode, const char *target)
@@ -88,7 +77,8 @@ new_node(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, cons
 	n->size = target ? strlen(target) : 0;
 	clock_gettime(CLOCK_REALTIME, &n->mtime);
 	n->atime = n->ctime = n->mtime;
-	if (!n->name || (target && !n->target) || (S_ISREG(mode) && new_data_file(v, n) < 0)) {
+	/* a new file has no data file until its first write: empty files cost no create */
+	if (!n->name || (target && !n->target)) {
 		eos_node_free(n);
 		return NULL;
 	}
@@ -212,6 +202,8 @@ drop_link(struct eos_view *v, struct eos_node *c, struct eos_session_batch *b)
 		c->nlink--;
 	}
 	eos_node_touch(c, false);
+	if (r == 0 && !(c->flags & EOS_NODE_UPPER) && c->nlink > 0)
+		r = eos_copyup_record(v, c); /* a lower hard link lost a name: remember it */
 	if (r == 0 && c->flags & EOS_NODE_UPPER)
 		r = eos_delta_put_node(v, c, b);
 	return r;

@@ -54,10 +54,9 @@ move_node(struct rename *rn, struct eos_node *n, struct eos_node *p, const char 
 	free(n->name);
 	n->name = copy;
 	n->parent = p->ino;
-	r = eos_xattr_load(rn->v, n);
+	r = eos_copyup_record(rn->v, n);
 	if (r < 0)
 		return r;
-	n->flags |= EOS_NODE_UPPER | EOS_NODE_XATTRS;
 	eos_node_touch(n, false);
 	return eos_delta_put_node(rn->v, n, rn->b);
 }
@@ -116,6 +115,10 @@ replace_target(struct rename *rn)
 		d->nlink--;
 	}
 	eos_node_touch(d, false);
+	/* a lower hard link that lost a name keeps a record of its count */
+	r = !(d->flags & EOS_NODE_UPPER) && d->nlink > 0 ? eos_copyup_record(rn->v, d) : 0;
+	if (r < 0)
+		return r;
 	return d->flags & EOS_NODE_UPPER ? eos_delta_put_node(rn->v, d, rn->b) : 0;
 }
 

@@ -99,14 +99,19 @@ struct eos_view {
 	struct eos_table_shard shards[EOS_TABLE_SHARDS];
 	struct eos_table_shard idshards[EOS_TABLE_SHARDS];
 	struct eos_opstable ops; /* operation ids of write logs */
+	pthread_mutex_t links_lock;
+	bool links_loaded;
+	struct eos_hashmap links; /* be64 link group → members at the version (links.c) */
 };
 
 /* An open file. */
 struct eos_handle {
 	struct eos_node *node;
 	struct eos_file *lower; /* lower content, while the node has no data file */
-	uint32_t op;		/* write log operation index */
-	int flags;		/* open flags */
+	uint32_t op;		/* write log operation index, once resolved */
+	bool op_resolved;
+	pid_t pid; /* the opener, resolved to an operation at the first write */
+	int flags; /* open flags */
 };
 
 /* inode.c: the node table */
@@ -190,11 +195,18 @@ int eos_delta_flush_node(struct eos_view *v, struct eos_node *n, bool sync);
 /* copyup.c */
 /* Give n a node record and dirents on its primary path (locks ancestors, not n). */
 int eos_copyup_meta(struct eos_view *v, struct eos_node *n);
+/* Mark n (locked) upper, its xattrs loaded; the caller stages its record (no dirents). */
+int eos_copyup_record(struct eos_view *v, struct eos_node *n);
 /* Give n (locked, upper) a data file; with truncate, an empty one instead of the content. */
 int eos_copyup_data(struct eos_view *v, struct eos_node *n, bool truncate);
 /* Open n's data file when not open (n locked). */
 int eos_data_open(struct eos_view *v, struct eos_node *n);
 void eos_data_path(const struct eos_node *n, char *out, size_t size);
+/* Set st_blocks from n's (locked) data file, when it has one. */
+void eos_data_blocks(struct eos_view *v, const struct eos_node *n, struct stat *st);
+
+/* links.c: members of a store hard-link group at the view version (1 when unknown). */
+uint32_t eos_links_count(struct eos_view *v, uint64_t group);
 
 /* xattr.c (these lock n) */
 enum {

@@ -118,12 +118,9 @@ discard_orphans(struct eos_view *v)
 		while (eos_hashmap_next(&v->shards[i].nodes, &it)) {
 			struct eos_node *n = it.value->ptr;
 
-			if (n && n->nlink == 0 && !eos_node_is_dir(n)) {
-				n->nlookup = 1;
+			if (n && n->nlink == 0) {
+				n->nlookup = 1; /* forget discards the record (and data file) */
 				eos_node_forget(v, n->ino, 1);
-			} else if (n && n->nlink == 0) {
-				it.value->ptr = NULL;
-				eos_node_free(n);
 			}
 		}
 	}

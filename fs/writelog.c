@@ -154,6 +154,8 @@ set_locked(struct eos_opstable *t, uint32_t i, const char *owner)
 {
 	union eos_hashmap_value *slot;
 
+	if (i > EOS_OPSTABLE_MAX)
+		return -EINVAL;
 	if (eos_buf_array_reserve(&t->names, &t->cap, (size_t)i + 1, sizeof(*t->names), 8) < 0)
 		return -ENOMEM;
 	if (i < t->n && t->names[i])

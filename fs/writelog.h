@@ -34,6 +34,10 @@ int eos_writelog_encode(const struct eos_writelog *l, struct eos_buf *out);
 /* -EBADMSG on malformed input (unsorted, overlapping, truncated). */
 int eos_writelog_decode(const void *p, size_t n, struct eos_writelog *ret);
 
+enum {
+	EOS_OPSTABLE_MAX = 1 << 20
+}; /* highest operation index */
+
 /* Interned operation ids: index → owner string ("operation:req-1"). Thread-safe. */
 struct eos_opstable {
 	pthread_mutex_t lock;
