@@ -1,0 +1,1140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The session view without FUSE: namespace and file operations through fs/view-internal.h, then
+ * the delta the publish gate sees, its persistence across a reopen, and the store left untouched.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+
+#include "fs/view-internal.h"
+#include "fs/view.h"
+#include "store/store.h"
+#include "tests/unit/testutil.h"
+
+enum {
+	PID_OP = 100,	   /* the resolver maps this pid to OP */
+	PID_SESSION = 200, /* … and this one to nothing: the session's own write */
+	MAX_ENTRIES = 64,
+};
+
+static const char SBX[] = "sbx";
+static const char OP[] = "operation:op-1";
+static const char SELF[] = "workspace_session:s1";
+
+static struct eos_test_fixture fx;
+static struct eos_digest tree_before;
+
+#define ck_ok(r, err) \
+	ck_assert_msg((r) >= 0, "line %d: %s", __LINE__, eos_error_message(&(err), (r)))
+#define ck_rc(expr, want)                                                                 \
+	do {                                                                              \
+		long got_ = (long)(expr);                                                 \
+		ck_assert_msg(got_ == (long)(want), "line %d: %s returned %ld, want %ld", \
+			      __LINE__, #expr, got_, (long)(want));                       \
+	} while (0)
+
+/* --- fixture --------------------------------------------------------------------------------- */
+
+static char *
+src_path(const char *src, const char *rel)
+{
+	char *path = NULL;
+
+	ck_assert_int_ge(asprintf(&path, "%s/%s", src, rel), 0);
+	return path;
+}
+
+static void
+src_file(const char *src, const char *rel, const char *text, unsigned mode)
+{
+	cleanup_free char *path = src_path(src, rel);
+
+	eos_test_write_file(path, text, strlen(text), mode);
+}
+
+static void
+setup(void)
+{
+	cleanup_free char *src = eos_test_tmpdir("view-src"), *ln = NULL;
+	struct eos_import_options io = { .sandbox = SBX, .threads = 1 };
+	struct eos_import_result ir;
+	struct eos_error err = { 0 };
+	int r;
+
+	fx = eos_test_fixture_open();
+	src_file(src, "a.txt", "hello lower a", 0644);
+	src_file(src, "b.txt", "bbbb", 0644);
+	src_file(src, "c.txt", "ccc", 0644);
+	src_file(src, "e.txt", "eee", 0644);
+	src_file(src, "x.txt", "xxx", 0644);
+	src_file(src, "dir/x.txt", "dir x", 0644);
+	src_file(src, "dir/sub/y.txt", "dir sub y", 0644);
+	src_file(src, "keep/deep/f.txt", "deep f", 0644);
+	ln = src_path(src, "ln");
+	ck_assert_int_eq(symlink("a.txt", ln), 0);
+	r = eos_store_import(fx.st, src, &io, &ir, &err);
+	ck_ok(r, err);
+	ck_assert_uint_eq(ir.version, 1);
+	eos_test_rm_rf(src);
+	tree_before = eos_test_tree_digest(fx.st, SBX, 1);
+}
+
+static void
+teardown(void)
+{
+	eos_test_fixture_close(&fx);
+}
+
+static int
+resolve(void *ctx, pid_t pid, char *out, size_t size)
+{
+	(void)ctx;
+	if (pid != PID_OP)
+		return -ENOENT;
+	snprintf(out, size, "%s", OP);
+	return 0;
+}
+
+static struct eos_view *
+view_open(const char *session, bool create)
+{
+	struct eos_view_options o = { .store = fx.st,
+				      .sandbox = SBX,
+				      .session = session,
+				      .create = create,
+				      .resolve = resolve };
+	struct eos_error err = { 0 };
+	struct eos_view *v = NULL;
+	int r = eos_view_open(&o, &v, &err);
+
+	ck_ok(r, err);
+	ck_assert_ptr_nonnull(v);
+	return v;
+}
+
+static struct eos_node *
+root(struct eos_view *v)
+{
+	struct eos_node *n = eos_node_get(v, EOS_ROOT_INO);
+
+	ck_assert_ptr_nonnull(n);
+	return n;
+}
+
+/* The node at path ('/'-separated, relative to the root). */
+static struct eos_node *
+lookup(struct eos_view *v, const char *path)
+{
+	cleanup_free char *copy = strdup(path);
+	struct eos_node *n = root(v);
+	char *save = NULL;
+
+	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		int r = eos_fs_lookup(v, n, c, &n);
+
+		ck_assert_msg(r == 0, "lookup '%s' ('%s'): %s", path, c, strerror(-r));
+	}
+	return n;
+}
+
+static int
+lookup_rc(struct eos_view *v, const char *dir, const char *name)
+{
+	struct eos_node *n;
+
+	return eos_fs_lookup(v, dir[0] ? lookup(v, dir) : root(v), name, &n);
+}
+
+static struct eos_ctx
+ctx_of(pid_t pid)
+{
+	return (struct eos_ctx){ .uid = getuid(), .gid = getgid(), .pid = pid };
+}
+
+static struct eos_node *
+make(struct eos_view *v, const char *dir, const char *name, uint32_t mode, const char *target)
+{
+	struct eos_ctx c = ctx_of(PID_SESSION);
+	struct eos_node *n = NULL;
+	int r = eos_fs_make(v, &c, dir[0] ? lookup(v, dir) : root(v), name, mode, target, &n);
+
+	ck_assert_msg(r == 0, "make '%s' in '%s': %s", name, dir, strerror(-r));
+	return n;
+}
+
+/* Open path for writing as pid, write text at off, release. */
+static void
+write_at(struct eos_view *v, const char *path, pid_t pid, uint64_t off, const char *text)
+{
+	struct eos_ctx c = ctx_of(pid);
+	struct eos_handle *h = NULL;
+	int r = eos_fs_open(v, &c, lookup(v, path), O_WRONLY, &h);
+
+	ck_assert_msg(r == 0, "open '%s': %s", path, strerror(-r));
+	ck_rc(eos_fs_write(v, h, text, strlen(text), off), strlen(text));
+	ck_rc(eos_fs_release(v, h), 0);
+}
+
+/* The whole content of path in the view, NUL-terminated into buf. */
+static const char *
+read_all(struct eos_view *v, const char *path, char *buf, size_t size)
+{
+	struct eos_ctx c = ctx_of(PID_SESSION);
+	struct eos_handle *h = NULL;
+	int r = eos_fs_open(v, &c, lookup(v, path), O_RDONLY, &h);
+	int fd;
+	ssize_t n;
+
+	ck_assert_msg(r == 0, "open '%s': %s", path, strerror(-r));
+	fd = eos_fs_read_fd(h);
+	n = fd >= 0 ? pread(fd, buf, size - 1, 0) : eos_fs_read_lower(v, h, buf, size - 1, 0);
+	ck_assert_msg(n >= 0, "read '%s': %zd", path, n);
+	buf[n] = 0;
+	ck_rc(eos_fs_release(v, h), 0);
+	return buf;
+}
+
+#define ck_content(v, path, want)                                                    \
+	do {                                                                         \
+		char buf_[256];                                                      \
+		ck_assert_str_eq(read_all((v), (path), buf_, sizeof(buf_)), (want)); \
+	} while (0)
+
+/* The store's file at the head, NUL-terminated into buf. */
+static const char *
+store_read(const char *path, char *buf, size_t size)
+{
+	EOS_CLEANUP(eos_file_closep) struct eos_file *f = NULL;
+	struct eos_error err = { 0 };
+	int r = eos_store_file_open(fx.st, SBX, 0, path, &f, &err);
+	ssize_t n;
+
+	ck_ok(r, err);
+	n = eos_file_pread(f, buf, size - 1, 0, &err);
+	ck_ok(n, err);
+	buf[n] = 0;
+	return buf;
+}
+
+static void
+check_store_untouched(void)
+{
+	struct eos_sandbox_info info;
+	struct eos_digest now;
+	struct eos_error err = { 0 };
+	struct eos_stat s;
+	char buf[64];
+	int r = eos_store_sandbox_get(fx.st, SBX, &info, &err);
+
+	ck_ok(r, err);
+	ck_assert_uint_eq(info.head, 1);
+	ck_assert_str_eq(store_read("a.txt", buf, sizeof(buf)), "hello lower a");
+	ck_assert_str_eq(store_read("dir/x.txt", buf, sizeof(buf)), "dir x");
+	ck_assert_str_eq(store_read("keep/deep/f.txt", buf, sizeof(buf)), "deep f");
+	r = eos_store_stat(fx.st, SBX, 0, "c.txt", &s, &err);
+	ck_ok(r, err);
+	ck_assert_uint_eq(s.attr.mode, 0644);
+	ck_assert_uint_eq(s.nxattrs, 0);
+	r = eos_store_stat(fx.st, SBX, 0, "b.txt", &s, &err);
+	ck_ok(r, err);
+	now = eos_test_tree_digest(fx.st, SBX, 1);
+	ck_assert_mem_eq(&now, &tree_before, sizeof(now));
+}
+
+/* --- delta capture --------------------------------------------------------------------------- */
+
+struct range_copy {
+	uint64_t start, end;
+	char *owner;
+};
+
+struct entry_copy {
+	char *path;
+	enum eos_delta_change change;
+	uint32_t mode, uid, gid;
+	int64_t mtime_ns;
+	uint64_t node, size;
+	bool opaque, has_content;
+	struct eos_content content;
+	char *data_path, *data; /* data: the data file's bytes */
+	struct range_copy *ranges;
+	size_t nranges;
+	char *target, *origin;
+};
+
+struct delta {
+	struct entry_copy v[MAX_ENTRIES];
+	size_t n;
+};
+
+static char *
+dup_or_null(const char *s)
+{
+	char *c = s ? strdup(s) : NULL;
+
+	ck_assert(!s || c);
+	return c;
+}
+
+static char *
+slurp(const char *path)
+{
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf = calloc(1, 4096);
+	ssize_t n;
+
+	ck_assert_msg(fd >= 0, "open data file '%s': %s", path, strerror(errno));
+	ck_assert_ptr_nonnull(buf);
+	n = read(fd, buf, 4095);
+	ck_assert_int_ge(n, 0);
+	return buf;
+}
+
+static int
+capture_one(void *ctx, const struct eos_delta_entry *e)
+{
+	struct delta *d = ctx;
+	struct entry_copy *c;
+
+	ck_assert_uint_lt(d->n, MAX_ENTRIES);
+	c = &d->v[d->n++];
+	*c = (struct entry_copy){ .path = dup_or_null(e->path),
+				  .change = e->change,
+				  .mode = e->mode,
+				  .uid = e->uid,
+				  .gid = e->gid,
+				  .mtime_ns = e->mtime_ns,
+				  .node = e->node,
+				  .size = e->size,
+				  .opaque = e->opaque,
+				  .has_content = e->content != NULL,
+				  .data_path = dup_or_null(e->data_path),
+				  .target = dup_or_null(e->target),
+				  .origin = dup_or_null(e->origin),
+				  .nranges = e->nranges };
+	if (e->content)
+		c->content = *e->content;
+	if (e->data_path)
+		c->data = slurp(e->data_path);
+	c->ranges = calloc(e->nranges + 1, sizeof(*c->ranges));
+	ck_assert_ptr_nonnull(c->ranges);
+	for (size_t i = 0; i < e->nranges; i++)
+		c->ranges[i] = (struct range_copy){ .start = e->ranges[i].start,
+						    .end = e->ranges[i].end,
+						    .owner = dup_or_null(e->ranges[i].owner) };
+	return 0;
+}
+
+static void
+delta_free(struct delta *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		struct entry_copy *c = &d->v[i];
+
+		for (size_t j = 0; j < c->nranges; j++)
+			free(c->ranges[j].owner);
+		free(c->ranges);
+		free(c->path);
+		free(c->data_path);
+		free(c->data);
+		free(c->target);
+		free(c->origin);
+	}
+	free(d);
+}
+
+static struct delta *
+capture(struct eos_view *v)
+{
+	struct delta *d = calloc(1, sizeof(*d));
+	struct eos_error err = { 0 };
+	int r;
+
+	ck_assert_ptr_nonnull(d);
+	r = eos_view_delta(v, capture_one, d, &err);
+	ck_ok(r, err);
+	return d;
+}
+
+static const struct entry_copy *
+entry(const struct delta *d, const char *path)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (strcmp(d->v[i].path, path) == 0)
+			return &d->v[i];
+	ck_abort_msg("no delta entry for '%s'", path);
+	return NULL;
+}
+
+static const char *
+change_name(enum eos_delta_change c)
+{
+	switch (c) {
+	case EOS_DELTA_DELETE:
+		return "delete";
+	case EOS_DELTA_PUT:
+		return "put";
+	case EOS_DELTA_ATTR:
+		return "attr";
+	case EOS_DELTA_DIR:
+		return "dir";
+	}
+	return "?";
+}
+
+/* One line per entry holding every field (the data file by content, not by name). */
+static char *
+entry_line(const struct entry_copy *c)
+{
+	char *s = NULL, *ranges = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&ranges, &len);
+
+	ck_assert_ptr_nonnull(f);
+	for (size_t i = 0; i < c->nranges; i++)
+		fprintf(f, "[%llu,%llu)=%s ", (unsigned long long)c->ranges[i].start,
+			(unsigned long long)c->ranges[i].end,
+			c->ranges[i].owner ? c->ranges[i].owner : "(null)");
+	fclose(f);
+	ck_assert_int_ge(
+		asprintf(&s,
+			 "%s %s mode=%o uid=%u gid=%u mtime=%lld node=%llu opaque=%d size=%llu "
+			 "content=%d:%llu data=%s ranges=%s target=%s origin=%s",
+			 c->path, change_name(c->change), c->mode, c->uid, c->gid,
+			 (long long)c->mtime_ns, (unsigned long long)c->node, c->opaque,
+			 (unsigned long long)c->size, c->has_content,
+			 (unsigned long long)c->content.size, c->data ? c->data : "(none)", ranges,
+			 c->target ? c->target : "(null)", c->origin ? c->origin : "(null)"),
+		0);
+	free(ranges);
+	return s;
+}
+
+static void
+expect_same_delta(const struct delta *a, const struct delta *b)
+{
+	ck_assert_msg(a->n == b->n, "%zu entries, then %zu", a->n, b->n);
+	for (size_t i = 0; i < a->n; i++) {
+		cleanup_free char *la = entry_line(&a->v[i]), *lb = entry_line(&b->v[i]);
+
+		ck_assert_msg(strcmp(la, lb) == 0, "entry %zu changed:\n  %s\n  %s", i, la, lb);
+	}
+}
+
+/* Parents come before children, and each path is reported once. */
+static void
+expect_parents_first(const struct delta *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		const char *slash = strrchr(d->v[i].path, '/');
+		bool parent_seen = !slash;
+
+		for (size_t j = 0; j < d->n; j++) {
+			if (j != i)
+				ck_assert_msg(strcmp(d->v[i].path, d->v[j].path) != 0,
+					      "'%s' reported twice", d->v[i].path);
+			if (slash && j < i &&
+			    strlen(d->v[j].path) == (size_t)(slash - d->v[i].path) &&
+			    strncmp(d->v[j].path, d->v[i].path, (size_t)(slash - d->v[i].path)) ==
+				    0)
+				parent_seen = true;
+		}
+		ck_assert_msg(parent_seen, "'%s' comes before its parent", d->v[i].path);
+	}
+}
+
+struct want_range {
+	uint64_t start, end;
+	const char *owner;
+};
+
+static void
+expect_ranges(const struct entry_copy *c, const struct want_range *w, size_t n)
+{
+	ck_assert_msg(c->nranges == n, "'%s': %zu ranges, want %zu", c->path, c->nranges, n);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_msg(c->ranges[i].start == w[i].start && c->ranges[i].end == w[i].end,
+			      "'%s': range %zu is [%llu, %llu), want [%llu, %llu)", c->path, i,
+			      (unsigned long long)c->ranges[i].start,
+			      (unsigned long long)c->ranges[i].end, (unsigned long long)w[i].start,
+			      (unsigned long long)w[i].end);
+		ck_assert_msg(c->ranges[i].owner && strcmp(c->ranges[i].owner, w[i].owner) == 0,
+			      "'%s': range %zu belongs to '%s', want '%s'", c->path, i,
+			      c->ranges[i].owner ? c->ranges[i].owner : "(null)", w[i].owner);
+	}
+}
+
+#define EXPECT_RANGES(c, ...)                                       \
+	do {                                                        \
+		const struct want_range w_[] = { __VA_ARGS__ };     \
+		expect_ranges((c), w_, sizeof(w_) / sizeof(w_[0])); \
+	} while (0)
+
+/* A file whose content is in the session's data file. */
+static void
+expect_data(const struct entry_copy *c, const char *want)
+{
+	ck_assert_msg(c->data_path, "'%s' has no data file", c->path);
+	ck_assert_msg(!c->has_content, "'%s' has both a data file and store content", c->path);
+	ck_assert_str_eq(c->data, want);
+	ck_assert_uint_eq(c->size, strlen(want));
+	ck_assert_msg(strstr(c->data_path, "/sessions/sbx/s1/"), "'%s': data file '%s'", c->path,
+		      c->data_path);
+}
+
+/* A file whose content is unchanged in the store. */
+static void
+expect_store_content(const struct entry_copy *c, uint64_t size)
+{
+	ck_assert_msg(c->has_content, "'%s' has no store content", c->path);
+	ck_assert_msg(!c->data_path, "'%s' has a data file '%s'", c->path, c->data_path);
+	ck_assert_uint_eq(c->content.size, size);
+	ck_assert_uint_eq(c->size, size);
+	ck_assert_uint_eq(c->nranges, 0);
+}
+
+static void
+expect_entry(const struct delta *d, size_t i, const char *path, enum eos_delta_change change,
+	     uint32_t mode)
+{
+	ck_assert_msg(i < d->n, "entry %zu ('%s') missing: only %zu entries", i, path, d->n);
+	ck_assert_msg(strcmp(d->v[i].path, path) == 0, "entry %zu is '%s', want '%s'", i,
+		      d->v[i].path, path);
+	ck_assert_msg(d->v[i].change == change, "'%s' is %s, want %s", path,
+		      change_name(d->v[i].change), change_name(change));
+	if (change != EOS_DELTA_DELETE)
+		ck_assert_msg(d->v[i].mode == mode, "'%s' has mode %o, want %o", path, d->v[i].mode,
+			      mode);
+}
+
+/* --- the scenario ---------------------------------------------------------------------------- */
+
+static void
+change_everything(struct eos_view *v)
+{
+	struct stat attr = { .st_mode = 0600 }, out;
+
+	/* a new file written by an operation, then by the session itself */
+	make(v, "", "new.txt", S_IFREG | 0644, NULL);
+	write_at(v, "new.txt", PID_OP, 0, "hello new");
+	write_at(v, "new.txt", PID_SESSION, 9, "XYZ");
+	/* a lower file modified in place (copy-up), another deleted */
+	write_at(v, "a.txt", PID_OP, 0, "HE");
+	ck_rc(eos_fs_unlink(v, root(v), "b.txt", false), 0);
+	/* a new directory with a file */
+	make(v, "", "newdir", S_IFDIR | 0755, NULL);
+	make(v, "newdir", "inner.txt", S_IFREG | 0640, NULL);
+	write_at(v, "newdir/inner.txt", PID_SESSION, 0, "inner");
+	/* a lower directory renamed, then a file below it changed */
+	ck_rc(eos_fs_rename(v, root(v), "dir", root(v), "moved", 0), 0);
+	write_at(v, "moved/x.txt", PID_SESSION, 0, "DIR");
+	/* a hard link of a lower file, a chmod, an xattr, a symlink, a deep change */
+	ck_rc(eos_fs_link(v, lookup(v, "e.txt"), root(v), "e-link"), 0);
+	ck_rc(eos_fs_setattr(v, lookup(v, "c.txt"), &attr, EOS_SET_MODE, &out), 0);
+	ck_assert_uint_eq(out.st_mode, S_IFREG | 0600);
+	ck_rc(eos_xattr_set(v, lookup(v, "x.txt"), "user.k", "val", 3, 0), 0);
+	make(v, "", "sym", S_IFLNK | 0777, "a.txt");
+	write_at(v, "keep/deep/f.txt", PID_OP, 0, "DEEP");
+}
+
+/* What the view shows after change_everything(). */
+static void
+check_view_contents(struct eos_view *v)
+{
+	char buf[16];
+	ssize_t n;
+
+	ck_content(v, "new.txt", "hello newXYZ");
+	ck_content(v, "a.txt", "HEllo lower a");
+	ck_content(v, "moved/x.txt", "DIR x");
+	ck_content(v, "moved/sub/y.txt", "dir sub y");
+	ck_content(v, "e-link", "eee");
+	ck_content(v, "keep/deep/f.txt", "DEEP f");
+	ck_content(v, "newdir/inner.txt", "inner");
+	ck_rc(lookup_rc(v, "", "b.txt"), -ENOENT);
+	ck_rc(lookup_rc(v, "", "dir"), -ENOENT);
+	ck_assert_ptr_eq(lookup(v, "e-link"), lookup(v, "e.txt"));
+	ck_assert_uint_eq(lookup(v, "e.txt")->nlink, 2);
+	n = eos_xattr_get(v, lookup(v, "x.txt"), "user.k", buf, sizeof(buf));
+	ck_assert_int_eq(n, 3);
+	ck_assert_mem_eq(buf, "val", 3);
+	ck_assert_uint_eq(lookup(v, "c.txt")->mode, S_IFREG | 0600);
+}
+
+/* Every entry of the delta after change_everything(), in order. */
+static void
+check_delta(const struct delta *d)
+{
+	const struct entry_copy *e;
+	size_t i = 0;
+
+	expect_parents_first(d);
+	expect_entry(d, i++, "a.txt", EOS_DELTA_PUT, S_IFREG | 0644);
+	e = entry(d, "a.txt");
+	expect_data(e, "HEllo lower a");
+	EXPECT_RANGES(e, { 0, 2, OP });
+	ck_assert_ptr_null(e->origin);
+
+	expect_entry(d, i++, "b.txt", EOS_DELTA_DELETE, 0);
+
+	expect_entry(d, i++, "c.txt", EOS_DELTA_ATTR, S_IFREG | 0600);
+	expect_store_content(entry(d, "c.txt"), 3);
+
+	expect_entry(d, i++, "dir", EOS_DELTA_DELETE, 0);
+
+	/* a hard link: a new name of e.txt's node */
+	expect_entry(d, i++, "e-link", EOS_DELTA_PUT, S_IFREG | 0644);
+	expect_store_content(entry(d, "e-link"), 3);
+	expect_entry(d, i++, "e.txt", EOS_DELTA_ATTR, S_IFREG | 0644);
+	expect_store_content(entry(d, "e.txt"), 3);
+	ck_assert_uint_eq(entry(d, "e-link")->node, entry(d, "e.txt")->node);
+	ck_assert_ptr_null(entry(d, "e.txt")->origin);
+
+	/* unchanged directories on the way to a change */
+	expect_entry(d, i++, "keep", EOS_DELTA_DIR, S_IFDIR | 0755);
+	expect_entry(d, i++, "keep/deep", EOS_DELTA_DIR, S_IFDIR | 0755);
+	expect_entry(d, i++, "keep/deep/f.txt", EOS_DELTA_PUT, S_IFREG | 0644);
+	expect_data(entry(d, "keep/deep/f.txt"), "DEEP f");
+	EXPECT_RANGES(entry(d, "keep/deep/f.txt"), { 0, 4, OP });
+
+	/* the renamed lower directory carries its origin; its lower children are not listed */
+	expect_entry(d, i++, "moved", EOS_DELTA_PUT, S_IFDIR | 0755);
+	ck_assert_ptr_nonnull(entry(d, "moved")->origin);
+	ck_assert_str_eq(entry(d, "moved")->origin, "dir");
+	ck_assert(!entry(d, "moved")->opaque);
+	expect_entry(d, i++, "moved/x.txt", EOS_DELTA_PUT, S_IFREG | 0644);
+	expect_data(entry(d, "moved/x.txt"), "DIR x");
+	EXPECT_RANGES(entry(d, "moved/x.txt"), { 0, 3, SELF });
+
+	expect_entry(d, i++, "new.txt", EOS_DELTA_PUT, S_IFREG | 0644);
+	e = entry(d, "new.txt");
+	expect_data(e, "hello newXYZ");
+	EXPECT_RANGES(e, { 0, 9, OP }, { 9, 12, SELF });
+	ck_assert_ptr_null(e->origin);
+	ck_assert_uint_eq(e->uid, getuid());
+
+	expect_entry(d, i++, "newdir", EOS_DELTA_PUT, S_IFDIR | 0755);
+	ck_assert_ptr_null(entry(d, "newdir")->origin);
+	expect_entry(d, i++, "newdir/inner.txt", EOS_DELTA_PUT, S_IFREG | 0640);
+	expect_data(entry(d, "newdir/inner.txt"), "inner");
+	EXPECT_RANGES(entry(d, "newdir/inner.txt"), { 0, 5, SELF });
+
+	expect_entry(d, i++, "sym", EOS_DELTA_PUT, S_IFLNK | 0777);
+	ck_assert_ptr_nonnull(entry(d, "sym")->target);
+	ck_assert_str_eq(entry(d, "sym")->target, "a.txt");
+
+	expect_entry(d, i++, "x.txt", EOS_DELTA_ATTR, S_IFREG | 0644);
+	expect_store_content(entry(d, "x.txt"), 3);
+
+	ck_assert_msg(d->n == i, "%zu entries, want %zu (extra: '%s')", d->n, i,
+		      d->n > i ? d->v[i].path : "");
+}
+
+START_TEST(test_delta_persist_reopen)
+{
+	struct eos_view *v = view_open("s1", true);
+	struct delta *before, *after;
+
+	change_everything(v);
+	check_view_contents(v);
+	before = capture(v);
+	check_delta(before);
+	check_store_untouched();
+	eos_view_close(v);
+	check_store_untouched();
+
+	/* the same session again: the delta is intact */
+	v = view_open("s1", false);
+	after = capture(v);
+	expect_same_delta(before, after);
+	check_view_contents(v);
+	delta_free(after);
+	/* and the view keeps working: one more change is one more entry */
+	write_at(v, "c.txt", PID_OP, 3, "!");
+	after = capture(v);
+	ck_assert_uint_eq(after->n, before->n);
+	ck_assert_str_eq(entry(after, "c.txt")->data, "ccc!");
+	ck_assert_int_eq(entry(after, "c.txt")->change, EOS_DELTA_PUT);
+	EXPECT_RANGES(entry(after, "c.txt"), { 3, 4, OP });
+	delta_free(after);
+	eos_view_close(v);
+	check_store_untouched();
+	delta_free(before);
+}
+END_TEST
+
+/* Close and reopen session s1, checking that its delta comes back identical. */
+static struct eos_view *
+reopen_same(struct eos_view *v)
+{
+	struct delta *before = capture(v), *after;
+
+	eos_view_close(v);
+	v = view_open("s1", false);
+	after = capture(v);
+	expect_same_delta(before, after);
+	delta_free(before);
+	delta_free(after);
+	return v;
+}
+
+/* A write log longer than a handful of ranges survives a reopen. */
+START_TEST(test_many_ranges_persist)
+{
+	struct eos_view *v = view_open("s1", true);
+	struct delta *d;
+
+	make(v, "", "sparse.txt", S_IFREG | 0644, NULL);
+	for (int i = 0; i < 8; i++)
+		write_at(v, "sparse.txt", i % 2 ? PID_SESSION : PID_OP, (uint64_t)i * 10, "abcde");
+	d = capture(v);
+	EXPECT_RANGES(entry(d, "sparse.txt"), { 0, 5, OP }, { 10, 15, SELF }, { 20, 25, OP },
+		      { 30, 35, SELF }, { 40, 45, OP }, { 50, 55, SELF }, { 60, 65, OP },
+		      { 70, 75, SELF });
+	delta_free(d);
+	v = reopen_same(v);
+	eos_view_close(v);
+}
+END_TEST
+
+/* Write logs belong to the inode: they follow renames and hard links, and truncation. */
+START_TEST(test_writelog_follows_node)
+{
+	struct eos_view *v = view_open("s1", true);
+	struct eos_ctx c = ctx_of(PID_OP);
+	struct stat attr = { .st_size = 5 }, out;
+	struct eos_handle *h = NULL;
+	struct delta *d;
+
+	make(v, "", "w.txt", S_IFREG | 0644, NULL);
+	write_at(v, "w.txt", PID_OP, 0, "0123456789");
+	ck_rc(eos_fs_rename(v, root(v), "w.txt", root(v), "w2.txt", 0), 0);
+	ck_rc(eos_fs_link(v, lookup(v, "w2.txt"), root(v), "w3.txt"), 0);
+	write_at(v, "w3.txt", PID_SESSION, 10, "ab");
+	/* O_TRUNC on a lower file: no copy of the old bytes */
+	ck_rc(eos_fs_open(v, &c, lookup(v, "x.txt"), O_WRONLY | O_TRUNC, &h), 0);
+	ck_rc(eos_fs_write(v, h, "n", 1, 0), 1);
+	ck_rc(eos_fs_release(v, h), 0);
+	d = capture(v);
+	ck_assert_uint_eq(d->n, 3);
+	expect_entry(d, 0, "w2.txt", EOS_DELTA_PUT, S_IFREG | 0644);
+	expect_entry(d, 1, "w3.txt", EOS_DELTA_PUT, S_IFREG | 0644);
+	ck_assert_uint_eq(d->v[0].node, d->v[1].node);
+	for (int i = 0; i < 2; i++) {
+		expect_data(&d->v[i], "0123456789ab");
+		EXPECT_RANGES(&d->v[i], { 0, 10, OP }, { 10, 12, SELF });
+	}
+	expect_entry(d, 2, "x.txt", EOS_DELTA_PUT, S_IFREG | 0644);
+	expect_data(&d->v[2], "n");
+	EXPECT_RANGES(&d->v[2], { 0, 1, OP });
+	delta_free(d);
+
+	/* truncation cuts the log */
+	ck_rc(eos_fs_setattr(v, lookup(v, "w2.txt"), &attr, EOS_SET_SIZE, &out), 0);
+	ck_assert_int_eq(out.st_size, 5);
+	v = reopen_same(v);
+	d = capture(v);
+	expect_data(entry(d, "w3.txt"), "01234");
+	EXPECT_RANGES(entry(d, "w3.txt"), { 0, 5, OP });
+	delta_free(d);
+	/* after the reopen, the same operation extends its own range */
+	write_at(v, "w2.txt", PID_OP, 5, "5");
+	write_at(v, "x.txt", PID_SESSION, 1, "o");
+	d = capture(v);
+	EXPECT_RANGES(entry(d, "w2.txt"), { 0, 6, OP });
+	EXPECT_RANGES(entry(d, "x.txt"), { 0, 1, OP }, { 1, 2, SELF });
+	delta_free(d);
+	eos_view_close(v);
+	check_store_untouched();
+}
+END_TEST
+
+/* Replacing names: rename over a file, a directory recreated over a deleted one (opaque), a
+ * created file deleted again, a lower directory renamed back, a link outliving its original. */
+START_TEST(test_replace_and_opaque)
+{
+	struct eos_view *v = view_open("s1", true);
+	struct eos_node *n = NULL;
+	struct eos_ctx c = ctx_of(PID_SESSION);
+	struct delta *d;
+
+	/* errors first: nothing of these may show in the delta */
+	ck_rc(eos_fs_unlink(v, root(v), "dir", true), -ENOTEMPTY);
+	ck_rc(eos_fs_unlink(v, root(v), "dir", false), -EISDIR);
+	ck_rc(eos_fs_unlink(v, root(v), "a.txt", true), -ENOTDIR);
+	ck_rc(eos_fs_unlink(v, root(v), "nosuch", false), -ENOENT);
+	ck_rc(eos_fs_make(v, &c, root(v), "a.txt", S_IFREG | 0644, NULL, &n), -EEXIST);
+	ck_rc(eos_fs_make(v, &c, root(v), "dir", S_IFDIR | 0755, NULL, &n), -EEXIST);
+	ck_rc(eos_fs_rename(v, root(v), "dir", root(v), "a.txt", 0), -ENOTDIR);
+	ck_rc(eos_fs_rename(v, root(v), "a.txt", root(v), "dir", 0), -EISDIR);
+	ck_rc(eos_fs_rename(v, root(v), "a.txt", root(v), "c.txt", EOS_RENAME_NOREPLACE), -EEXIST);
+
+	ck_rc(eos_fs_rename(v, root(v), "a.txt", root(v), "c.txt", 0), 0);
+	ck_rc(eos_fs_unlink(v, lookup(v, "keep/deep"), "f.txt", false), 0);
+	ck_rc(eos_fs_unlink(v, lookup(v, "keep"), "deep", true), 0);
+	make(v, "keep", "deep", S_IFDIR | 0700, NULL);
+	ck_rc(lookup_rc(v, "keep/deep", "f.txt"), -ENOENT);
+	make(v, "", "tmp.txt", S_IFREG | 0644, NULL);
+	ck_rc(eos_fs_unlink(v, root(v), "tmp.txt", false), 0);
+	ck_rc(eos_fs_rename(v, root(v), "dir", root(v), "moved", 0), 0);
+	ck_rc(eos_fs_rename(v, root(v), "moved", root(v), "dir", 0), 0);
+	ck_rc(eos_fs_link(v, lookup(v, "e.txt"), root(v), "e-link"), 0);
+	ck_rc(eos_fs_unlink(v, root(v), "e.txt", false), 0);
+
+	for (int round = 0; round < 2; round++) {
+		d = capture(v);
+		expect_parents_first(d);
+		expect_entry(d, 0, "a.txt", EOS_DELTA_DELETE, 0);
+		expect_entry(d, 1, "c.txt", EOS_DELTA_PUT, S_IFREG | 0644);
+		expect_store_content(entry(d, "c.txt"), 13);
+		ck_assert_str_eq(entry(d, "c.txt")->origin ? entry(d, "c.txt")->origin : "",
+				 "a.txt");
+		/* the directory renamed back is at its origin again */
+		ck_assert_str_eq(d->v[2].path, "dir");
+		ck_assert_msg(d->v[2].change == EOS_DELTA_DIR || d->v[2].change == EOS_DELTA_ATTR,
+			      "'dir' is %s", change_name(d->v[2].change));
+		ck_assert_ptr_null(d->v[2].origin);
+		expect_entry(d, 3, "e-link", EOS_DELTA_PUT, S_IFREG | 0644);
+		expect_store_content(entry(d, "e-link"), 3);
+		expect_entry(d, 4, "e.txt", EOS_DELTA_DELETE, 0);
+		expect_entry(d, 5, "keep", EOS_DELTA_DIR, S_IFDIR | 0755);
+		expect_entry(d, 6, "keep/deep", EOS_DELTA_PUT, S_IFDIR | 0700);
+		ck_assert(entry(d, "keep/deep")->opaque);
+		ck_assert_uint_eq(d->n, 7);
+		delta_free(d);
+		ck_content(v, "c.txt", "hello lower a");
+		ck_content(v, "e-link", "eee");
+		ck_content(v, "dir/sub/y.txt", "dir sub y");
+		ck_rc(lookup_rc(v, "", "moved"), -ENOENT);
+		ck_rc(lookup_rc(v, "", "a.txt"), -ENOENT);
+		ck_rc(lookup_rc(v, "", "tmp.txt"), -ENOENT);
+		ck_rc(lookup_rc(v, "keep/deep", "f.txt"), -ENOENT);
+		if (round == 0)
+			v = reopen_same(v);
+	}
+	eos_view_close(v);
+	check_store_untouched();
+}
+END_TEST
+
+/* RENAME_EXCHANGE of a lower file and a created one: each name gets the other's node. */
+START_TEST(test_exchange)
+{
+	struct eos_view *v = view_open("s1", true);
+	struct delta *d;
+
+	make(v, "", "n.txt", S_IFREG | 0600, NULL);
+	write_at(v, "n.txt", PID_OP, 0, "new");
+	ck_rc(eos_fs_rename(v, root(v), "a.txt", root(v), "n.txt", EOS_RENAME_EXCHANGE), 0);
+	ck_rc(eos_fs_rename(v, root(v), "a.txt", root(v), "nosuch", EOS_RENAME_EXCHANGE), -ENOENT);
+	for (int round = 0; round < 2; round++) {
+		ck_content(v, "a.txt", "new");
+		ck_content(v, "n.txt", "hello lower a");
+		d = capture(v);
+		ck_assert_uint_eq(d->n, 2);
+		expect_entry(d, 0, "a.txt", EOS_DELTA_PUT, S_IFREG | 0600);
+		expect_data(&d->v[0], "new");
+		EXPECT_RANGES(&d->v[0], { 0, 3, OP });
+		ck_assert_ptr_null(d->v[0].origin);
+		expect_entry(d, 1, "n.txt", EOS_DELTA_PUT, S_IFREG | 0644);
+		expect_store_content(&d->v[1], 13);
+		ck_assert_str_eq(d->v[1].origin ? d->v[1].origin : "", "a.txt");
+		delta_free(d);
+		if (round == 0)
+			v = reopen_same(v);
+	}
+	eos_view_close(v);
+	check_store_untouched();
+}
+END_TEST
+
+/* A renamed lower directory and symlink, their old names reused, a deletion below the rename. */
+START_TEST(test_rename_dir_reuse_name)
+{
+	struct eos_view *v = view_open("s1", true);
+	struct delta *d;
+	char *target = NULL;
+
+	ck_rc(eos_fs_rename(v, root(v), "dir", root(v), "moved", 0), 0);
+	make(v, "", "dir", S_IFDIR | 0750, NULL);
+	make(v, "dir", "fresh.txt", S_IFREG | 0644, NULL);
+	ck_rc(eos_fs_unlink(v, lookup(v, "moved/sub"), "y.txt", false), 0);
+	ck_rc(eos_fs_rename(v, root(v), "ln", root(v), "ln2", 0), 0);
+	for (int round = 0; round < 2; round++) {
+		ck_content(v, "moved/x.txt", "dir x");
+		ck_rc(lookup_rc(v, "dir", "x.txt"), -ENOENT);
+		ck_rc(lookup_rc(v, "dir", "sub"), -ENOENT);
+		ck_rc(lookup_rc(v, "moved/sub", "y.txt"), -ENOENT);
+		ck_rc(eos_fs_readlink(v, lookup(v, "ln2"), &target), 0);
+		ck_assert_str_eq(target, "a.txt");
+		free(target);
+		d = capture(v);
+		expect_parents_first(d);
+		expect_entry(d, 0, "dir", EOS_DELTA_PUT, S_IFDIR | 0750);
+		ck_assert(d->v[0].opaque);
+		ck_assert_ptr_null(d->v[0].origin);
+		expect_entry(d, 1, "dir/fresh.txt", EOS_DELTA_PUT, S_IFREG | 0644);
+		expect_entry(d, 2, "ln", EOS_DELTA_DELETE, 0);
+		expect_entry(d, 3, "ln2", EOS_DELTA_PUT, S_IFLNK | 0777);
+		ck_assert_str_eq(d->v[3].target ? d->v[3].target : "", "a.txt");
+		ck_assert_str_eq(d->v[3].origin ? d->v[3].origin : "", "ln");
+		expect_entry(d, 4, "moved", EOS_DELTA_PUT, S_IFDIR | 0755);
+		ck_assert_str_eq(d->v[4].origin ? d->v[4].origin : "", "dir");
+		ck_assert(!d->v[4].opaque);
+		ck_assert_str_eq(d->v[5].path, "moved/sub");
+		expect_entry(d, 6, "moved/sub/y.txt", EOS_DELTA_DELETE, 0);
+		ck_assert_uint_eq(d->n, 7);
+		delta_free(d);
+		if (round == 0)
+			v = reopen_same(v);
+	}
+	eos_view_close(v);
+	check_store_untouched();
+}
+END_TEST
+
+struct record_want {
+	const void *key;
+	size_t klen;
+	bool found;
+};
+
+static int
+record_match(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct record_want *w = ctx;
+
+	(void)val;
+	(void)vlen;
+	if (klen == w->klen && memcmp(key, w->key, klen) == 0)
+		w->found = true;
+	return 0;
+}
+
+/* Whether the store still holds a delta record with this key. */
+static bool
+has_record(const char *session, const void *key, size_t klen)
+{
+	struct eos_error err = { 0 };
+	struct record_want c = { key, klen, false };
+	int r = eos_store_session_scan(fx.st, SBX, session, record_match, &c, &err);
+
+	ck_ok(r, err);
+	return c.found;
+}
+
+/* Nodes unlinked while still referenced are discarded on the next open: record and data. */
+START_TEST(test_orphans_discarded)
+{
+	struct eos_view *v = view_open("s1", true);
+	cleanup_free char *data = NULL;
+	uint8_t key_file[9] = { 'N' }, key_dir[9] = { 'N' };
+	uint64_t file_ino, dir_ino;
+	struct delta *d;
+
+	file_ino = make(v, "", "o.txt", S_IFREG | 0644, NULL)->ino;
+	dir_ino = make(v, "", "odir", S_IFDIR | 0755, NULL)->ino;
+	write_at(v, "o.txt", PID_OP, 0, "orphan");
+	ck_assert_int_ge(asprintf(&data, "%s/sessions/%s/s1/%016llx", fx.dir, SBX,
+				  (unsigned long long)file_ino),
+			 0);
+	ck_assert(access(data, F_OK) == 0);
+	ck_rc(eos_fs_unlink(v, root(v), "o.txt", false), 0);
+	ck_rc(eos_fs_unlink(v, root(v), "odir", true), 0);
+	d = capture(v);
+	ck_assert_uint_eq(d->n, 0);
+	delta_free(d);
+	eos_view_close(v);
+
+	v = view_open("s1", false);
+	d = capture(v);
+	ck_assert_uint_eq(d->n, 0);
+	delta_free(d);
+	eos_view_close(v);
+	ck_assert_msg(access(data, F_OK) < 0, "data file '%s' of an unlinked file is left", data);
+	for (int i = 0; i < 8; i++) {
+		key_file[1 + i] = (uint8_t)(file_ino >> (56 - 8 * i));
+		key_dir[1 + i] = (uint8_t)(dir_ino >> (56 - 8 * i));
+	}
+	ck_assert_msg(!has_record("s1", key_file, sizeof(key_file)),
+		      "the record of unlinked file inode %llu is left",
+		      (unsigned long long)file_ino);
+	ck_assert_msg(!has_record("s1", key_dir, sizeof(key_dir)),
+		      "the record of removed directory inode %llu is left",
+		      (unsigned long long)dir_ino);
+}
+END_TEST
+
+START_TEST(test_new_session_empty_delta)
+{
+	struct eos_view *v = view_open("s1", true);
+	struct eos_session_info info;
+	struct eos_error err = { 0 };
+	struct delta *d = capture(v);
+	int r;
+
+	ck_assert_uint_eq(d->n, 0);
+	ck_assert(!eos_view_read_only(v));
+	ck_assert_uint_eq(eos_view_version(v), 1);
+	r = eos_store_session_get(fx.st, SBX, "s1", &info, &err);
+	ck_ok(r, err);
+	ck_assert_uint_eq(info.version, 1);
+	/* reading does not change anything */
+	ck_content(v, "a.txt", "hello lower a");
+	ck_content(v, "dir/sub/y.txt", "dir sub y");
+	delta_free(d);
+	d = capture(v);
+	ck_assert_uint_eq(d->n, 0);
+	delta_free(d);
+	eos_view_close(v);
+}
+END_TEST
+
+START_TEST(test_sessions_isolated)
+{
+	struct eos_view *v1 = view_open("s1", true), *v2 = view_open("s2", true);
+	struct delta *d;
+
+	write_at(v1, "a.txt", PID_OP, 0, "ONE");
+	make(v1, "", "only1", S_IFREG | 0644, NULL);
+	ck_rc(eos_fs_unlink(v2, root(v2), "a.txt", false), 0);
+	ck_content(v1, "a.txt", "ONElo lower a");
+	ck_rc(lookup_rc(v2, "", "a.txt"), -ENOENT);
+	ck_rc(lookup_rc(v2, "", "only1"), -ENOENT);
+	d = capture(v2);
+	ck_assert_uint_eq(d->n, 1);
+	expect_entry(d, 0, "a.txt", EOS_DELTA_DELETE, 0);
+	delta_free(d);
+	eos_view_close(v2);
+	eos_view_close(v1);
+	check_store_untouched();
+}
+END_TEST
+
+/* --- refusals -------------------------------------------------------------------------------- */
+
+static struct eos_view *
+view_open_ro(uint64_t version)
+{
+	struct eos_view_options o = { .store = fx.st, .sandbox = SBX, .version = version };
+	struct eos_error err = { 0 };
+	struct eos_view *v = NULL;
+	int r = eos_view_open(&o, &v, &err);
+
+	ck_ok(r, err);
+	return v;
+}
+
+START_TEST(test_read_only_refuses_changes)
+{
+	struct eos_view *v = view_open_ro(0);
+	struct eos_ctx c = ctx_of(PID_OP);
+	struct stat attr = { .st_mode = 0600 }, out;
+	struct eos_handle *h = NULL;
+	struct eos_node *n = NULL;
+	struct eos_error err = { 0 };
+
+	ck_assert(eos_view_read_only(v));
+	ck_assert_uint_eq(eos_view_version(v), 1);
+	ck_content(v, "a.txt", "hello lower a");
+	ck_rc(eos_fs_make(v, &c, root(v), "new", S_IFREG | 0644, NULL, &n), -EROFS);
+	ck_rc(eos_fs_make(v, &c, root(v), "d", S_IFDIR | 0755, NULL, &n), -EROFS);
+	ck_rc(eos_fs_unlink(v, root(v), "a.txt", false), -EROFS);
+	ck_rc(eos_fs_unlink(v, root(v), "dir", true), -EROFS);
+	ck_rc(eos_fs_rename(v, root(v), "a.txt", root(v), "z.txt", 0), -EROFS);
+	ck_rc(eos_fs_link(v, lookup(v, "a.txt"), root(v), "l"), -EROFS);
+	ck_rc(eos_fs_setattr(v, lookup(v, "a.txt"), &attr, EOS_SET_MODE, &out), -EROFS);
+	ck_rc(eos_xattr_set(v, lookup(v, "a.txt"), "user.k", "v", 1, 0), -EROFS);
+	ck_rc(eos_fs_open(v, &c, lookup(v, "a.txt"), O_WRONLY, &h), -EROFS);
+	ck_rc(eos_fs_open(v, &c, lookup(v, "a.txt"), O_RDWR, &h), -EROFS);
+	ck_rc(eos_fs_open(v, &c, lookup(v, "a.txt"), O_RDONLY | O_TRUNC, &h), -EROFS);
+	ck_assert_ptr_null(h);
+	ck_rc(eos_view_delta(v, capture_one, NULL, &err), -EINVAL);
+	ck_rc(lookup_rc(v, "", "new"), -ENOENT);
+	ck_assert_uint_eq(lookup(v, "a.txt")->mode, S_IFREG | 0644);
+	eos_view_close(v);
+	/* an explicit version works the same */
+	v = view_open_ro(1);
+	ck_content(v, "dir/x.txt", "dir x");
+	eos_view_close(v);
+	check_store_untouched();
+}
+END_TEST
+
+START_TEST(test_open_missing)
+{
+	struct eos_view_options o = { .store = fx.st, .sandbox = SBX, .session = "nosuch" };
+	struct eos_session_info info;
+	struct eos_error err = { 0 };
+	struct eos_view *v = NULL;
+	int r = eos_view_open(&o, &v, &err);
+
+	/* a missing session without create */
+	ck_assert_int_eq(r, -ENOENT);
+	ck_assert_ptr_null(v);
+	ck_assert_msg(strstr(err.msg, "'nosuch'"), "message '%s' does not name the session",
+		      err.msg);
+	eos_error_clear(&err);
+	ck_rc(eos_store_session_get(fx.st, SBX, "nosuch", &info, &err), -ENOENT);
+
+	/* a missing version */
+	o = (struct eos_view_options){ .store = fx.st, .sandbox = SBX, .version = 99 };
+	eos_error_clear(&err);
+	r = eos_view_open(&o, &v, &err);
+	ck_assert_int_eq(r, -ENOENT);
+	ck_assert_ptr_null(v);
+	ck_assert_msg(err.msg[0], "no message for a missing version");
+
+	/* a missing sandbox, with and without a session */
+	o = (struct eos_view_options){
+		.store = fx.st, .sandbox = "nosbx", .session = "s1", .create = true
+	};
+	eos_error_clear(&err);
+	r = eos_view_open(&o, &v, &err);
+	ck_assert_int_eq(r, -ENOENT);
+	ck_assert_msg(strstr(err.msg, "'nosbx'"), "message '%s' does not name the sandbox",
+		      err.msg);
+	o.session = NULL;
+	eos_error_clear(&err);
+	r = eos_view_open(&o, &v, &err);
+	ck_assert_int_eq(r, -ENOENT);
+	ck_assert_ptr_null(v);
+}
+END_TEST
+
+static Suite *
+view_suite(void)
+{
+	Suite *s = suite_create("view");
+	TCase *tc = tcase_create("view");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_delta_persist_reopen);
+	tcase_add_test(tc, test_many_ranges_persist);
+	tcase_add_test(tc, test_writelog_follows_node);
+	tcase_add_test(tc, test_replace_and_opaque);
+	tcase_add_test(tc, test_exchange);
+	tcase_add_test(tc, test_rename_dir_reuse_name);
+	tcase_add_test(tc, test_orphans_discarded);
+	tcase_add_test(tc, test_new_session_empty_delta);
+	tcase_add_test(tc, test_sessions_isolated);
+	tcase_add_test(tc, test_read_only_refuses_changes);
+	tcase_add_test(tc, test_open_missing);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return eos_test_run(view_suite());
+}
