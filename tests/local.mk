@@ -73,6 +73,7 @@ tests_unit_test_fsck_LDADD = $(TEST_LDADD)
 tests_unit_test_failpoints_SOURCES = tests/unit/test-failpoints.c
 tests_unit_test_failpoints_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_failpoints_LDADD = $(TEST_LDADD)
+include tests/unit/fs.mk
 endif
 
 # Integration tests: shell scripts (TAP) driving the real binaries.
@@ -80,4 +81,5 @@ INTEGRATION_TESTS = \
 	tests/integration/eos-store-cli.sh \
 	tests/integration/crash-import.sh
 TESTS += $(INTEGRATION_TESTS)
-EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/fs-lib.sh
+include tests/integration/conformance.mk

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash
+#
+# Helpers for tests that mount session views with eosfs (source after lib.sh).
+#
+#	fs_require                          # bail out unless eosfs, fusermount3 and /dev/fuse work
+#	fs_import STORE ID SRC              # create sandbox ID from directory SRC
+#	fs_mount MNT STORE ID SESSION [ARGS...]   # mount (background), wait until live
+#	fs_umount MNT                       # unmount and wait for the eosfs process to exit
+# fs_mount writes eosfs's pid to MNT.pid (beside the mount point).
+#	as_test_user CMD...                 # run CMD as the unprivileged user (root only)
+EOSFS_BIN=$top_builddir/tools/eosfs
+EOS_TEST_USER=${EOS_TEST_USER:-eos-test}
+fs_mounts=()
+
+fs_require() {
+	[[ -x $EOSFS_BIN ]] || bail_out "'$EOSFS_BIN' is missing (build it; set top_builddir)"
+	command -v fusermount3 >/dev/null || bail_out "fusermount3 is missing (apt-get install fuse3)"
+	[[ -c /dev/fuse ]] || bail_out "/dev/fuse is missing: FUSE tests cannot run here"
+	[[ -r /dev/fuse && -w /dev/fuse ]] || bail_out "/dev/fuse is not usable by uid $EUID"
+	trap fs_cleanup EXIT
+}
+
+# Whether $1 is a mount point (from /proc/self/mounts: mountpoint(1) cannot stat another
+# user's FUSE mount, even as root).
+fs_is_mounted() {
+	local dev mnt rest
+	while read -r dev mnt rest; do
+		[[ $mnt == "$1" ]] && return 0
+	done </proc/self/mounts
+	return 1
+}
+
+fs_cleanup() {
+	local m
+	for m in "${fs_mounts[@]}"; do
+		fs_is_mounted "$m" && { fusermount3 -uz "$m" 2>/dev/null || umount -l "$m"; } 2>/dev/null
+	done
+	tap_cleanup
+}
+
+fs_import() {
+	"$EOS_STORE_BIN" --store "$1" import "$3" --sandbox "$2" >/dev/null
+}
+
+# Wait up to 10 s for $1 to become (want=1) or stop being (want=0) a mount point.
+fs_wait_mounted() {
+	local mnt=$1 want=$2 i
+	for ((i = 0; i < 200; i++)); do
+		if fs_is_mounted "$mnt"; then
+			((want == 1)) && return 0
+		else
+			((want == 0)) && return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+fs_mount() {
+	local mnt=$1 store=$2 id=$3 session=$4
+	shift 4
+	mkdir -p "$mnt"
+	"$EOSFS_BIN" --store "$store" --sandbox "$id" --session "$session" \
+		--pid-file "$mnt.pid" "$@" "$mnt" || return 1
+	fs_mounts+=("$mnt")
+	fs_wait_mounted "$mnt" 1
+}
+
+# Unmount $1 and wait (up to 10 s) until its eosfs process has exited and released the store.
+fs_umount() {
+	local mnt=$1 pid= i
+	[[ -r $mnt.pid ]] && pid=$(cat "$mnt.pid")
+	fusermount3 -u "$mnt" || return 1
+	fs_wait_mounted "$mnt" 0 || return 1
+	[[ -n $pid ]] || return 0
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+as_test_user() {
+	runuser -u "$EOS_TEST_USER" -- "$@"
+}
