@@ -151,6 +151,23 @@ eos_delta_put_op(uint32_t index, const char *owner, struct eos_session_batch *b)
 }
 
 int
+eos_delta_node_changed(struct eos_view *v, struct eos_node *n, struct eos_session_batch *b)
+{
+	int r;
+
+	if (!(n->flags & EOS_NODE_UPPER))
+		return 0;
+	if (n->nlink > 0)
+		return eos_delta_put_node(v, n, b);
+	/* unlinked: the record goes now; an open node lives on in memory, its data file is
+	 * removed when the kernel forgets it (or, after a crash, at the next mount) */
+	r = eos_delta_delete_node(n, b);
+	if (r == 0)
+		n->flags |= EOS_NODE_GONE;
+	return r;
+}
+
+int
 eos_delta_delete_node(struct eos_node *n, struct eos_session_batch *b)
 {
 	uint8_t key[9];

@@ -114,6 +114,8 @@ node_discard(struct eos_view *v, struct eos_node *n)
 		eos_data_path(n, path, sizeof(path));
 		unlinkat(v->data_dirfd, path, 0);
 	}
+	if (n->flags & EOS_NODE_GONE)
+		return; /* the unlink deleted the record */
 	if (eos_delta_batch(v, &b) == 0 && eos_delta_delete_node(n, b) == 0)
 		eos_delta_commit(v, b, false);
 }

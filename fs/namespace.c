@@ -85,12 +85,14 @@ new_node(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, cons
 	return n;
 }
 
-/* Stage p's record with fresh times. */
+/* p's times change; its record is written lazily (a crash may lose a directory's mtime). */
 static int
 parent_changed(struct eos_view *v, struct eos_node *p, struct eos_session_batch *b)
 {
+	(void)v;
+	(void)b;
 	eos_node_touch(p, true);
-	return eos_delta_put_node(v, p, b);
+	return 0;
 }
 
 static int
@@ -204,9 +206,7 @@ drop_link(struct eos_view *v, struct eos_node *c, struct eos_session_batch *b)
 	eos_node_touch(c, false);
 	if (r == 0 && !(c->flags & EOS_NODE_UPPER) && c->nlink > 0)
 		r = eos_copyup_record(v, c); /* a lower hard link lost a name: remember it */
-	if (r == 0 && c->flags & EOS_NODE_UPPER)
-		r = eos_delta_put_node(v, c, b);
-	return r;
+	return r ?: eos_delta_node_changed(v, c, b);
 }
 
 /* Whether c may replace or be removed as a target of the given kind. c locked. */

@@ -119,7 +119,7 @@ replace_target(struct rename *rn)
 	r = !(d->flags & EOS_NODE_UPPER) && d->nlink > 0 ? eos_copyup_record(rn->v, d) : 0;
 	if (r < 0)
 		return r;
-	return d->flags & EOS_NODE_UPPER ? eos_delta_put_node(rn->v, d, rn->b) : 0;
+	return eos_delta_node_changed(rn->v, d, rn->b);
 }
 
 static int

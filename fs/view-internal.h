@@ -44,6 +44,7 @@ enum eos_node_flags {
 	EOS_NODE_LOG_DIRTY = 1 << 6,	/* write log newer than the stored one */
 	EOS_NODE_XATTRS = 1 << 7,	/* xattrs loaded (upper nodes: always) */
 	EOS_NODE_SUBDIRS = 1 << 8,	/* directory: subdirs is known */
+	EOS_NODE_GONE = 1 << 9,		/* last link removed: record deleted, data file pending */
 	EOS_NODE_PERSISTED = EOS_NODE_UPPER | EOS_NODE_DATA | EOS_NODE_OPAQUE |
 			     EOS_NODE_META_CHANGED | EOS_NODE_CREATED,
 };
@@ -186,6 +187,8 @@ int eos_delta_put_dirent(struct eos_node *p, const char *name, uint64_t value,
 int eos_delta_put_log(struct eos_view *v, struct eos_node *n, struct eos_session_batch *b);
 int eos_delta_put_op(uint32_t index, const char *owner, struct eos_session_batch *b);
 int eos_delta_delete_node(struct eos_node *n, struct eos_session_batch *b);
+/* Stage n's (locked) record after a change: put while linked, deleted at nlink 0. */
+int eos_delta_node_changed(struct eos_view *v, struct eos_node *n, struct eos_session_batch *b);
 /* Write b (errors are logged: the kernel already saw the operation succeed). */
 int eos_delta_commit(struct eos_view *v, struct eos_session_batch *b, bool sync);
 int eos_delta_load(struct eos_view *v, struct eos_error *err);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* fs/view: opening, persisting and closing a view. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -126,6 +127,33 @@ discard_orphans(struct eos_view *v)
 	}
 }
 
+/* Data files no node owns (an unlinked file open when the view stopped) are deleted. */
+static void
+discard_stray_data(struct eos_view *v)
+{
+	int fd = dup(v->data_dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		char *end;
+		uint64_t ino = strtoull(e->d_name, &end, 16);
+		struct eos_node *n;
+
+		if (e->d_name[0] == '.' || *end)
+			continue;
+		n = eos_node_get(v, ino);
+		if (!n || !(n->flags & EOS_NODE_DATA))
+			unlinkat(v->data_dirfd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
 static int
 view_load(struct eos_view *v, const struct eos_view_options *o, struct eos_error *err)
 {
@@ -142,6 +170,7 @@ view_load(struct eos_view *v, const struct eos_view_options *o, struct eos_error
 	if (r < 0)
 		return r;
 	discard_orphans(v);
+	discard_stray_data(v);
 	if (eos_node_get(v, EOS_ROOT_INO))
 		return 0;
 	r = root_from_lower(v, err);
