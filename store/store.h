@@ -362,7 +362,9 @@ int eos_store_import(struct eos_store *st, const char *src, const struct eos_imp
  * directory <store>/sessions/<sandbox>/<name> for file contents. Names follow the sandbox id
  * rules ([A-Za-z0-9._-], first character alphanumeric, at most EOS_SESSION_NAME_MAX bytes).
  */
-enum { EOS_SESSION_NAME_MAX = 64 };
+enum {
+	EOS_SESSION_NAME_MAX = 64
+};
 
 struct eos_session_info {
 	char name[EOS_SESSION_NAME_MAX + 1];
@@ -379,14 +381,14 @@ int eos_store_session_create(struct eos_store *st, const char *sandbox, const ch
 int eos_store_session_get(struct eos_store *st, const char *sandbox, const char *name,
 			  struct eos_session_info *ret, struct eos_error *err);
 /* All sessions of the sandbox sorted by name. Caller owns *ret (free()). */
-int eos_store_session_list(struct eos_store *st, const char *sandbox,
-			   struct eos_session_info **ret, size_t *ret_n, struct eos_error *err);
+int eos_store_session_list(struct eos_store *st, const char *sandbox, struct eos_session_info **ret,
+			   size_t *ret_n, struct eos_error *err);
 /* Delete the session: its records and lease (one synced batch), then its data directory. */
 int eos_store_session_remove(struct eos_store *st, const char *sandbox, const char *name,
 			     struct eos_error *err);
 /* Path of the session's data directory (created with mode 0700 when missing). Caller owns. */
-int eos_store_session_dir(struct eos_store *st, const char *sandbox, const char *name,
-			  char **ret, struct eos_error *err);
+int eos_store_session_dir(struct eos_store *st, const char *sandbox, const char *name, char **ret,
+			  struct eos_error *err);
 
 /* Called per delta record of a session, in key order; non-zero stops the scan. */
 typedef int (*eos_session_scan_fn)(void *ctx, const void *key, size_t klen, const void *val,

@@ -16,10 +16,10 @@
 #include <time.h>
 
 #include "common/cleanup.h"
-#include "common/statedir.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/path.h"
+#include "common/statedir.h"
 
 static const struct tool_command commands[] = {
 	{ "import", tool_cmd_import, TOOL_OPT_SANDBOX | TOOL_OPT_THREADS, 0, 1, 1,

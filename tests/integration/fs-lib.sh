@@ -9,7 +9,7 @@
 #	fs_umount MNT                       # unmount and wait for the eosfs process to exit
 # fs_mount writes eosfs's pid to MNT.pid (beside the mount point).
 #	as_test_user CMD...                 # run CMD as the unprivileged user (root only)
-EOSFS_BIN=$top_builddir/tools/eosfs
+EOSFS_BIN=${top_builddir:?source lib.sh first}/tools/eosfs
 EOS_TEST_USER=${EOS_TEST_USER:-eos-test}
 fs_mounts=()
 
@@ -24,8 +24,8 @@ fs_require() {
 # Whether $1 is a mount point (from /proc/self/mounts: mountpoint(1) cannot stat another
 # user's FUSE mount, even as root).
 fs_is_mounted() {
-	local dev mnt rest
-	while read -r dev mnt rest; do
+	local mnt _
+	while read -r _ mnt _; do
 		[[ $mnt == "$1" ]] && return 0
 	done </proc/self/mounts
 	return 1
@@ -69,7 +69,7 @@ fs_mount() {
 
 # Unmount $1 and wait (up to 10 s) until its eosfs process has exited and released the store.
 fs_umount() {
-	local mnt=$1 pid= i
+	local mnt=$1 pid='' i
 	[[ -r $mnt.pid ]] && pid=$(cat "$mnt.pid")
 	fusermount3 -u "$mnt" || return 1
 	fs_wait_mounted "$mnt" 0 || return 1
