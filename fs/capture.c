@@ -68,34 +68,45 @@ copy_dirents(struct eos_node *p, struct dirent_copy **ret, size_t *ret_n)
 }
 
 static enum eos_delta_change
-change_of(const struct eos_node *n, const char *path)
+change_of(const struct eos_node *n, bool renamed)
 {
-	bool moved = n->lower && strcmp(n->lower, path) != 0;
-
-	if (n->flags & (EOS_NODE_CREATED | EOS_NODE_DATA) || moved)
+	if (n->flags & (EOS_NODE_CREATED | EOS_NODE_DATA) || renamed)
 		return EOS_DELTA_PUT;
 	if (n->flags & EOS_NODE_META_CHANGED)
 		return EOS_DELTA_ATTR;
 	return eos_node_is_dir(n) ? EOS_DELTA_DIR : EOS_DELTA_ATTR;
 }
 
+/* Whether n (locked) was renamed itself: its origin is not where its parent's origin puts it
+ * (expected: parent origin/name, NULL when the parent has none). */
+static bool
+renamed_of(const struct eos_node *n, const char *expected)
+{
+	return n->lower && (!expected || strcmp(n->lower, expected) != 0);
+}
+
 struct node_copy {
 	struct eos_delta_entry e;
 	char data_path[4096];
 	char *target, *origin;
+	char *lower; /* n's origin, for its children's "expected" */
 	struct eos_content content;
 	struct eos_delta_range *ranges;
 };
 
 static int
-copy_node(struct capture *c, struct eos_node *n, const char *path, struct node_copy *out)
+copy_node(struct capture *c, struct eos_node *n, const char *path, const char *expected,
+	  struct node_copy *out)
 {
 	struct eos_delta_entry *e = &out->e;
+	bool renamed;
 	char name[32];
 
 	pthread_mutex_lock(&n->lock);
+	renamed = renamed_of(n, expected);
 	*e = (struct eos_delta_entry){ .path = path,
-				       .change = change_of(n, path),
+				       .change = change_of(n, renamed),
+				       .renamed = renamed,
 				       .mode = n->mode,
 				       .uid = n->uid,
 				       .gid = n->gid,
@@ -113,6 +124,7 @@ copy_node(struct capture *c, struct eos_node *n, const char *path, struct node_c
 	}
 	out->target = n->target ? strdup(n->target) : NULL;
 	out->origin = n->lower && strcmp(n->lower, path) != 0 ? strdup(n->lower) : NULL;
+	out->lower = n->lower ? strdup(n->lower) : NULL;
 	out->ranges = calloc(n->log.n + 1, sizeof(*out->ranges));
 	for (size_t i = 0; out->ranges && i < n->log.n; i++)
 		out->ranges[i] = (struct eos_delta_range){ .start = n->log.v[i].start,
@@ -127,13 +139,13 @@ copy_node(struct capture *c, struct eos_node *n, const char *path, struct node_c
 	return out->ranges ? 0 : -ENOMEM;
 }
 
-static int walk(struct capture *c, struct eos_node *p, const char *dir);
+static int walk(struct capture *c, struct eos_node *p, const char *dir, const char *origin);
 
 static int
-emit_node(struct capture *c, struct eos_node *n, const char *path)
+emit_node(struct capture *c, struct eos_node *n, const char *path, const char *expected)
 {
 	struct node_copy *nc = calloc(1, sizeof(*nc));
-	int r = nc ? copy_node(c, n, path, nc) : -ENOMEM;
+	int r = nc ? copy_node(c, n, path, expected, nc) : -ENOMEM;
 
 	if (r == 0 && S_ISLNK(nc->e.mode) && !nc->target) {
 		r = eos_fs_readlink(c->v, n, &nc->target);
@@ -141,27 +153,33 @@ emit_node(struct capture *c, struct eos_node *n, const char *path)
 	}
 	if (r == 0)
 		r = c->fn(c->ctx, &nc->e);
+	if (r == 0 && eos_node_is_dir(n))
+		r = walk(c, n, path, nc->lower);
 	if (nc) {
 		free(nc->target);
 		free(nc->origin);
+		free(nc->lower);
 		free(nc->ranges);
 		free(nc);
 	}
-	return r ?: (eos_node_is_dir(n) ? walk(c, n, path) : 0);
+	return r;
 }
 
+/* Walk directory p at path dir; origin is p's origin (NULL: none). */
 static int
-walk(struct capture *c, struct eos_node *p, const char *dir)
+walk(struct capture *c, struct eos_node *p, const char *dir, const char *origin)
 {
 	struct dirent_copy *d = NULL;
 	size_t n = 0;
 	int r = copy_dirents(p, &d, &n);
 
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		cleanup_free char *path = NULL;
+		cleanup_free char *path = NULL, *expected = NULL;
 		struct eos_node *child;
 
-		if (asprintf(&path, "%s%s%s", dir, dir[0] ? "/" : "", d[i].name) < 0) {
+		if (asprintf(&path, "%s%s%s", dir, dir[0] ? "/" : "", d[i].name) < 0 ||
+		    (origin &&
+		     asprintf(&expected, "%s%s%s", origin, origin[0] ? "/" : "", d[i].name) < 0)) {
 			r = -ENOMEM;
 			break;
 		}
@@ -172,7 +190,7 @@ walk(struct capture *c, struct eos_node *p, const char *dir)
 			continue;
 		}
 		child = eos_node_get(c->v, d[i].value);
-		r = child ? emit_node(c, child, path) : -EIO;
+		r = child ? emit_node(c, child, path, expected) : -EIO;
 	}
 	dirents_free(d, n);
 	return r;
@@ -187,7 +205,10 @@ eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_error 
 
 	if (!v->session)
 		return eos_error_set(err, -EINVAL, "a read-only view has no delta");
-	r = walk(&c, root, "");
+	pthread_mutex_lock(&root->lock);
+	cleanup_free char *origin = root->lower ? strdup(root->lower) : NULL;
+	pthread_mutex_unlock(&root->lock);
+	r = walk(&c, root, "", origin);
 	if (r < 0)
 		return eos_error_set(err, r, "session '%s': delta walk failed: %s", v->session,
 				     strerror(-r));

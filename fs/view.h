@@ -94,7 +94,7 @@ EOS_DEFINE_CLEANUP(struct eos_view_mount *, eos_view_mount_free)
 
 enum eos_delta_change {
 	EOS_DELTA_DELETE = 1, /* path removed (and everything below it) */
-	EOS_DELTA_PUT = 2,    /* path created, or its content/type changed */
+	EOS_DELTA_PUT = 2,    /* path created, renamed here, or its content/type changed */
 	EOS_DELTA_ATTR = 3,   /* only attributes (mode, owner, times, xattrs) changed */
 	EOS_DELTA_DIR = 4,    /* unchanged directory on the way to changes below it */
 };
@@ -113,6 +113,7 @@ struct eos_delta_entry {
 	int64_t mtime_ns;
 	uint64_t node; /* inode number: entries sharing one are hard links of each other */
 	bool opaque;   /* directory that hides all older children (created over a deletion) */
+	bool renamed;  /* moved here itself (not only with a renamed parent) from origin */
 	/* files */
 	uint64_t size;
 	const char *data_path;		   /* content in this file, or NULL: */
@@ -120,7 +121,8 @@ struct eos_delta_entry {
 	const struct eos_delta_range *ranges;
 	size_t nranges;
 	const char *target; /* symlinks */
-	const char *origin; /* the lower path this entry came from when renamed, else NULL */
+	const char *origin; /* the lower path this entry came from, when not `path` (renamed itself
+			     * or with an ancestor), else NULL */
 };
 
 /*
