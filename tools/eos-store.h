@@ -10,7 +10,7 @@
  * through tool_fail() (message on stderr, error envelope on stdout with --json).
  *
  * Commands: eos-store-read.c (ls, cat, stat, log, leases), eos-store-admin.c (import, lease,
- * unlease, squash, gc, destroy, fsck, stats).
+ * unlease, squash, gc, destroy, fsck, stats), eos-store-session.c (sessions, delta, rm-session).
  */
 #pragma once
 
@@ -121,3 +121,6 @@ int tool_cmd_gc(struct tool *t, const struct tool_args *a);
 int tool_cmd_destroy(struct tool *t, const struct tool_args *a);
 int tool_cmd_fsck(struct tool *t, const struct tool_args *a);
 int tool_cmd_stats(struct tool *t, const struct tool_args *a);
+int tool_cmd_sessions(struct tool *t, const struct tool_args *a);
+int tool_cmd_delta(struct tool *t, const struct tool_args *a);
+int tool_cmd_rm_session(struct tool *t, const struct tool_args *a);

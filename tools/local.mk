@@ -1,8 +1,8 @@
 bin_PROGRAMS += tools/eos-store
 tools_eos_store_SOURCES = tools/eos-store.c tools/eos-store.h tools/eos-store-read.c \
-	tools/eos-store-admin.c
+	tools/eos-store-admin.c tools/eos-store-session.c
 tools_eos_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-tools_eos_store_LDADD = $(STORE_LIBS)
+tools_eos_store_LDADD = $(FS_LIBS)
 
 bin_PROGRAMS += tools/eosfs
 tools_eosfs_SOURCES = tools/eosfs.c
