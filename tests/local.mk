@@ -79,7 +79,8 @@ endif
 # Integration tests: shell scripts (TAP) driving the real binaries.
 INTEGRATION_TESTS = \
 	tests/integration/eos-store-cli.sh \
-	tests/integration/crash-import.sh
+	tests/integration/crash-import.sh \
+	tests/integration/fs-sessions.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/fs-lib.sh
 include tests/integration/conformance.mk

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Workspace sessions through eosfs: several sessions served by one process stay isolated from
+# each other and from the published tree, writes are attributed to the operation named by
+# EOS_OPERATION (else to the session), SIGTERM unmounts cleanly, the delta survives a restart,
+# and eos-store shows and removes sessions.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/fs-lib.sh"
+
+require_eos_store
+tap_tmpdir
+fs_require
+
+S=$T/store
+A=$T/a
+B=$T/b
+
+setup() {
+	mkdir -p "$T/base/src" "$A" "$B"
+	printf 'one\ntwo\n' >"$T/base/src/f.txt"
+	printf 'keep\n' >"$T/base/keep.txt"
+	fs_import "$S" sb "$T/base" || bail_out "import failed"
+}
+
+# Field $1 of the delta row of path $2 (session $3), from eos-store delta --json.
+delta_field() {
+	eos_store --store "$S" --json delta --sandbox sb "$3" |
+		json_get "[c for c in d['changes'] if c['path'] == '$2'][0]$1"
+}
+
+two_sessions() {
+	run "$EOSFS_BIN" --store "$S" --sandbox sb --session "a:$A" --session "b:$B" \
+		--pid-file "$T/eosfs.pid"
+	expect_rc 0 "one eosfs serves sessions a and b"
+	fs_mounts+=("$A" "$B")
+	check "a is mounted" fs_wait_mounted "$A" 1
+	check "b is mounted" fs_wait_mounted "$B" 1
+}
+
+test_isolation() {
+	printf 'ONE\ntwo\n' >"$A/src/f.txt"
+	mkdir "$A/new"
+	rm "$A/keep.txt"
+	check "a sees its edit" grep -qx ONE "$A/src/f.txt"
+	check "b still sees the base content" grep -qx one "$B/src/f.txt"
+	check "b does not see a's new directory" not test -e "$B/new"
+	check "b still has the file a deleted" test -f "$B/keep.txt"
+	echo b-only >"$B/b.txt"
+	check "a does not see b's new file" not test -e "$A/b.txt"
+}
+
+test_provenance() {
+	EOS_OPERATION=req-91 sh -c "printf 'tail\n' >>'$A/src/f.txt'"
+	printf 'x\n' >"$A/new/plain.txt"
+}
+
+test_store_owned() {
+	run eos_store --store "$S" ls
+	expect_rc_match 1 err "in use by pid $(cat "$T/eosfs.pid")" \
+		"eos-store is refused while eosfs owns the store, naming its pid"
+}
+
+test_sigterm() {
+	local pid i
+	pid=$(cat "$T/eosfs.pid")
+	kill -TERM "$pid"
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	check "SIGTERM stops eosfs" not kill -0 "$pid" 2>/dev/null
+	check "SIGTERM unmounted a" not fs_is_mounted "$A"
+	check "SIGTERM unmounted b" not fs_is_mounted "$B"
+}
+
+test_published_unchanged() {
+	run eos_store --store "$S" cat --sandbox sb src/f.txt
+	check "the published file is unchanged" test "$out" = $'one\ntwo'
+	run eos_store --store "$S" ls --sandbox sb
+	check "the published tree still has keep.txt" grep -q keep.txt <<<"$out"
+}
+
+test_delta() {
+	run eos_store --store "$S" --json sessions --sandbox sb
+	check "eos-store lists both sessions" test \
+		"$(json_get '[s["name"] for s in d["sessions"]]' <<<"$out")" = '["a", "b"]'
+	check "a's edit is a put" test "$(delta_field "['change']" src/f.txt a)" = put
+	check "a's deletion is listed" test "$(delta_field "['change']" keep.txt a)" = delete
+	check "bytes written under EOS_OPERATION belong to that operation" test \
+		"$(delta_field "['writes'][-1]['owner']" src/f.txt a)" = operation:req-91
+	check "other writes belong to the session" test \
+		"$(delta_field "['writes'][0]['owner']" src/f.txt a)" = workspace_session:a
+	check "a plain write belongs to the session" test \
+		"$(delta_field "['writes'][0]['owner']" new/plain.txt a)" = workspace_session:a
+}
+
+test_resume() {
+	fs_mount "$A" "$S" sb a || bail_out "remount of a failed"
+	check "a's edit survived the restart" test "$(cat "$A/src/f.txt")" = $'ONE\ntwo\ntail'
+	check "a's deletion survived the restart" not test -e "$A/keep.txt"
+	check "unmount a" fs_umount "$A"
+}
+
+test_remove() {
+	run eos_store --store "$S" rm-session --sandbox sb b
+	expect_rc 0 "rm-session removes b"
+	run eos_store --store "$S" --json sessions --sandbox sb
+	check "b is gone" test "$(json_get '[s["name"] for s in d["sessions"]]' <<<"$out")" = '["a"]'
+	fs_mount "$B" "$S" sb b || bail_out "mount of a new b failed"
+	check "a new session b starts from the published tree" not test -e "$B/b.txt"
+	check "unmount b" fs_umount "$B"
+}
+
+# As root, the whole scenario runs again as the unprivileged user (mounting through fusermount3).
+test_as_user() {
+	((EUID == 0)) || return 0
+	id -u "$EOS_TEST_USER" >/dev/null 2>&1 ||
+		bail_out "user '$EOS_TEST_USER' is missing (scripts/test creates it)"
+	if as_test_user env top_builddir="$top_builddir" top_srcdir="$top_srcdir" TMPDIR=/tmp \
+		bash "${BASH_SOURCE[0]}" >"$T/user.tap" 2>&1; then
+		ok "the same scenario passes as '$EOS_TEST_USER'"
+	else
+		not_ok "the same scenario passes as '$EOS_TEST_USER'"
+		diag "$(grep -v '^ok' "$T/user.tap")"
+	fi
+}
+
+setup
+two_sessions
+test_isolation
+test_provenance
+test_store_owned
+test_sigterm
+test_published_unchanged
+test_delta
+test_resume
+test_remove
+test_as_user
+tap_done
