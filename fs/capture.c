@@ -103,6 +103,11 @@ copy_node(struct capture *c, struct eos_node *n, const char *path, const char *e
 	char name[32];
 
 	pthread_mutex_lock(&n->lock);
+	int r = eos_partial_flatten(c->v, n); /* the publish gate reads the data file whole */
+	if (r < 0) {
+		pthread_mutex_unlock(&n->lock);
+		return r;
+	}
 	renamed = renamed_of(n, expected);
 	*e = (struct eos_delta_entry){ .path = path,
 				       .change = change_of(n, renamed),

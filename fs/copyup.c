@@ -99,8 +99,8 @@ eos_data_blocks(struct eos_view *v, const struct eos_node *n, struct stat *st)
 	struct stat ds;
 	char name[32];
 
-	if (!(n->flags & EOS_NODE_DATA))
-		return;
+	if (!(n->flags & EOS_NODE_DATA) || n->flags & EOS_NODE_PARTIAL)
+		return; /* a partial data file is sparse where the content is still below */
 	eos_data_path(n, name, sizeof(name));
 	if (n->data_fd >= 0 ? fstat(n->data_fd, &ds) == 0
 			    : fstatat(v->data_dirfd, name, &ds, 0) == 0)
@@ -163,7 +163,9 @@ eos_copyup_data(struct eos_view *v, struct eos_node *n, bool truncate)
 	fd = openat(v->data_dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return eos_neg_errno();
-	if (!truncate && n->lst && n->size > 0)
+	if (!truncate && n->lst && n->size >= EOS_PARTIAL_MIN)
+		r = eos_partial_begin(v, n, fd); /* copy nothing now: writes mark what they cover */
+	else if (!truncate && n->lst && n->size > 0)
 		r = copy_content(v, n, fd);
 	if (r < 0) {
 		unlinkat(v->data_dirfd, name, 0);

@@ -10,8 +10,9 @@
  *	                          le32 n · (lp name · lp value)* xattrs
  *	'd' · be64 dir · name     dirent: le64 inode, or le64 UINT64_MAX for a whiteout
  *	'o' · be32 index          operation id of write logs
+ *	'p' · be64 ino            partial copy-up: le64 lower limit · present ranges (writelog)
  *	'w' · be64 ino            write log (fs/writelog.h)
- * Tags sort N < d < o < w, so a load sees nodes before the dirents and logs naming them.
+ * Tags sort N < d < o < p < w, so a load sees nodes before the dirents and logs naming them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ enum {
 	KEY_NODE = 'N',
 	KEY_DIRENT = 'd',
 	KEY_OP = 'o',
+	KEY_PARTIAL = 'p',
 	KEY_LOG = 'w',
 	NAME_LP_MAX = 4096,
 };
@@ -124,6 +126,21 @@ eos_delta_put_dirent(struct eos_node *p, const char *name, uint64_t value,
 	return eos_session_batch_put(b, key.data, key.len, val, sizeof(val));
 }
 
+static int
+put_partial(struct eos_node *n, struct eos_session_batch *b)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf val = { 0 };
+	uint8_t key[9];
+	int r;
+
+	key_ino(key, KEY_PARTIAL, n->ino);
+	if (!(n->flags & EOS_NODE_PARTIAL))
+		return eos_session_batch_delete(b, key, sizeof(key));
+	r = eos_buf_append_le64(&val, n->lower_limit);
+	r = r ?: eos_writelog_encode(&n->present, &val);
+	return r ?: eos_session_batch_put(b, key, sizeof(key), val.data, val.len);
+}
+
 int
 eos_delta_put_log(struct eos_view *v, struct eos_node *n, struct eos_session_batch *b)
 {
@@ -134,9 +151,10 @@ eos_delta_put_log(struct eos_view *v, struct eos_node *n, struct eos_session_bat
 	(void)v;
 	key_ino(key, KEY_LOG, n->ino);
 	n->flags &= ~EOS_NODE_LOG_DIRTY;
-	if (n->log.n == 0)
+	r = put_partial(n, b);
+	if (r == 0 && n->log.n == 0)
 		return eos_session_batch_delete(b, key, sizeof(key));
-	r = eos_writelog_encode(&n->log, &val);
+	r = r ?: eos_writelog_encode(&n->log, &val);
 	return r ?: eos_session_batch_put(b, key, sizeof(key), val.data, val.len);
 }
 
@@ -176,6 +194,8 @@ eos_delta_delete_node(struct eos_node *n, struct eos_session_batch *b)
 	key_ino(key, KEY_NODE, n->ino);
 	r = eos_session_batch_delete(b, key, sizeof(key));
 	key_ino(key, KEY_LOG, n->ino);
+	r = r ?: eos_session_batch_delete(b, key, sizeof(key));
+	key_ino(key, KEY_PARTIAL, n->ino);
 	return r ?: eos_session_batch_delete(b, key, sizeof(key));
 }
 
@@ -371,6 +391,20 @@ load_log(struct load *l, uint64_t ino, const void *val, size_t vlen)
 }
 
 static int
+load_partial(struct load *l, uint64_t ino, const uint8_t *val, size_t vlen)
+{
+	struct eos_node *n = eos_node_get(l->v, ino);
+
+	if (!n)
+		return 0;
+	if (vlen < 8 || !(n->flags & EOS_NODE_PARTIAL))
+		return -EBADMSG;
+	n->lower_limit = eos_get_le64(val);
+	eos_writelog_release(&n->present);
+	return eos_writelog_decode(val + 8, vlen - 8, &n->present);
+}
+
+static int
 load_op(struct load *l, const uint8_t *key, size_t klen, const void *val, size_t vlen)
 {
 	cleanup_free char *owner = strndup(val, vlen);
@@ -401,6 +435,9 @@ load_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 		break;
 	case KEY_LOG:
 		r = klen == 9 ? load_log(l, eos_get_be64(k + 1), val, vlen) : -EBADMSG;
+		break;
+	case KEY_PARTIAL:
+		r = klen == 9 ? load_partial(l, eos_get_be64(k + 1), val, vlen) : -EBADMSG;
 		break;
 	}
 	if (r < 0)

@@ -33,6 +33,7 @@ truncate_locked(struct eos_view *v, struct eos_node *n, uint64_t size)
 		return r;
 	if (ftruncate(n->data_fd, (off_t)size) < 0)
 		return eos_neg_errno();
+	eos_partial_truncate(n, size);
 	n->size = size;
 	eos_writelog_truncate(&n->log, size);
 	n->flags |= EOS_NODE_LOG_DIRTY;
@@ -206,13 +207,15 @@ eos_fs_read_fd(struct eos_handle *h)
 	int fd;
 
 	pthread_mutex_lock(&h->node->lock);
-	fd = h->node->flags & EOS_NODE_DATA ? h->node->data_fd : -1;
+	fd = (h->node->flags & (EOS_NODE_DATA | EOS_NODE_PARTIAL)) == EOS_NODE_DATA
+		     ? h->node->data_fd
+		     : -1;
 	pthread_mutex_unlock(&h->node->lock);
 	return fd;
 }
 
-ssize_t
-eos_fs_read_lower(struct eos_view *v, struct eos_handle *h, void *buf, size_t size, uint64_t off)
+static ssize_t
+read_lower(struct eos_view *v, struct eos_handle *h, void *buf, size_t size, uint64_t off)
 {
 	struct eos_error err;
 	ssize_t r;
@@ -227,6 +230,45 @@ eos_fs_read_lower(struct eos_view *v, struct eos_handle *h, void *buf, size_t si
 }
 
 ssize_t
+eos_fs_read(struct eos_view *v, struct eos_handle *h, void *buf, size_t size, uint64_t off)
+{
+	int fd = eos_fs_read_fd(h);
+	ssize_t got;
+
+	if (fd >= 0) {
+		got = pread(fd, buf, size, (off_t)off);
+		return got < 0 ? eos_neg_errno() : got;
+	}
+	if (h->node->flags & EOS_NODE_DATA) /* partial; the flag never comes back once gone */
+		return eos_partial_read(v, h->node, buf, size, off);
+	return read_lower(v, h, buf, size, off);
+}
+
+/* n (locked) got [off, off + len) written by operation op. */
+static void
+wrote_locked(struct eos_node *n, uint32_t op, uint64_t off, uint64_t len)
+{
+	if (off + len > n->size)
+		n->size = off + len;
+	eos_writelog_add(&n->log, off, off + len, op);
+	eos_partial_wrote(n, off, off + len);
+	n->flags |= EOS_NODE_LOG_DIRTY;
+	eos_node_touch(n, true);
+}
+
+/* pwrite under n's lock (partial nodes: the present map must match the data file). */
+static ssize_t
+pwrite_locked(struct eos_node *n, int fd, const void *buf, size_t size, uint64_t off)
+{
+	ssize_t got;
+
+	if (eos_writelog_reserve(&n->log) < 0 || eos_partial_reserve(n) < 0)
+		return -ENOMEM;
+	got = pwrite(fd, buf, size, (off_t)off);
+	return got < 0 ? eos_neg_errno() : got;
+}
+
+ssize_t
 eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t size, uint64_t off)
 {
 	struct eos_node *n = h->node;
@@ -235,15 +277,17 @@ eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t s
 
 	if (fd < 0)
 		return fd;
-	got = pwrite(fd, buf, size, (off_t)off);
-	if (got < 0)
-		return eos_neg_errno();
 	pthread_mutex_lock(&n->lock);
-	if (off + (uint64_t)got > n->size)
-		n->size = off + (uint64_t)got;
-	eos_writelog_add(&n->log, off, off + (uint64_t)got, h->op);
-	n->flags |= EOS_NODE_LOG_DIRTY;
-	eos_node_touch(n, true);
+	if (n->flags & EOS_NODE_PARTIAL) {
+		got = pwrite_locked(n, fd, buf, size, off);
+	} else {
+		pthread_mutex_unlock(&n->lock); /* plain data files take parallel writes */
+		got = pwrite(fd, buf, size, (off_t)off);
+		got = got < 0 ? eos_neg_errno() : got;
+		pthread_mutex_lock(&n->lock);
+	}
+	if (got > 0)
+		wrote_locked(n, h->op, off, (uint64_t)got);
 	pthread_mutex_unlock(&n->lock);
 	return got;
 }
@@ -292,8 +336,13 @@ eos_fs_fallocate(struct eos_view *v, struct eos_handle *h, int mode, uint64_t of
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&n->lock);
-	if (fallocate(n->data_fd, mode, (off_t)off, (off_t)len) < 0 || fstat(n->data_fd, &st) < 0)
+	if (eos_partial_reserve(n) < 0)
+		r = -ENOMEM;
+	else if (fallocate(n->data_fd, mode, (off_t)off, (off_t)len) < 0 ||
+		 fstat(n->data_fd, &st) < 0)
 		r = eos_neg_errno();
+	if (r >= 0 && mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
+		eos_partial_wrote(n, off, off + len); /* those bytes are zeros now */
 	if (r >= 0) {
 		n->size = (uint64_t)st.st_size;
 		eos_node_touch(n, true);
@@ -303,19 +352,23 @@ eos_fs_fallocate(struct eos_view *v, struct eos_handle *h, int mode, uint64_t of
 }
 
 static ssize_t
-copy_through_memory(struct eos_view *v, struct eos_handle *in, uint64_t off_in, int fd_out,
-		    uint64_t off_out, size_t len)
+copy_through_memory(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
+		    struct eos_handle *out, int fd_out, uint64_t off_out, size_t len)
 {
 	cleanup_free char *buf = malloc(EOS_MIN(len, (size_t)COPY_RANGE_BLOCK));
 	ssize_t got;
 
 	if (!buf)
 		return -ENOMEM;
-	got = eos_fs_read_lower(v, in, buf, EOS_MIN(len, (size_t)COPY_RANGE_BLOCK), off_in);
+	got = eos_fs_read(v, in, buf, EOS_MIN(len, (size_t)COPY_RANGE_BLOCK), off_in);
 	if (got <= 0)
 		return got;
-	got = pwrite(fd_out, buf, (size_t)got, (off_t)off_out);
-	return got < 0 ? eos_neg_errno() : got;
+	pthread_mutex_lock(&out->node->lock);
+	got = pwrite_locked(out->node, fd_out, buf, (size_t)got, off_out);
+	if (got > 0)
+		wrote_locked(out->node, out->op, off_out, (uint64_t)got);
+	pthread_mutex_unlock(&out->node->lock);
+	return got;
 }
 
 ssize_t
@@ -329,18 +382,17 @@ eos_fs_copy_range(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
 
 	if (fd_out < 0)
 		return fd_out;
-	if (fd_in >= 0)
-		got = copy_file_range(fd_in, &oi, fd_out, &oo, len, 0);
-	else
-		got = copy_through_memory(v, in, off_in, fd_out, off_out, len);
-	if (got < 0)
-		return fd_in >= 0 ? eos_neg_errno() : got;
 	pthread_mutex_lock(&n->lock);
-	if (off_out + (uint64_t)got > n->size)
-		n->size = off_out + (uint64_t)got;
-	eos_writelog_add(&n->log, off_out, off_out + (uint64_t)got, out->op);
-	n->flags |= EOS_NODE_LOG_DIRTY;
-	eos_node_touch(n, true);
+	bool direct = fd_in >= 0 && !(n->flags & EOS_NODE_PARTIAL);
+	pthread_mutex_unlock(&n->lock);
+	if (!direct)
+		return copy_through_memory(v, in, off_in, out, fd_out, off_out, len);
+	got = copy_file_range(fd_in, &oi, fd_out, &oo, len, 0);
+	if (got < 0)
+		return eos_neg_errno();
+	pthread_mutex_lock(&n->lock);
+	if (got > 0)
+		wrote_locked(n, out->op, off_out, (uint64_t)got);
 	pthread_mutex_unlock(&n->lock);
 	return got;
 }

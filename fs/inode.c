@@ -39,6 +39,8 @@ eos_node_free(struct eos_node *n)
 	eos_hashmap_release(&n->dirents);
 	eos_xattrs_free(n);
 	eos_writelog_release(&n->log);
+	eos_writelog_release(&n->present);
+	eos_file_close(n->lower_file);
 	pthread_mutex_destroy(&n->lock);
 	free(n);
 }

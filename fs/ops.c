@@ -350,7 +350,7 @@ op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file
 		return;
 	}
 	buf = malloc(size ? size : 1);
-	got = buf ? eos_fs_read_lower(view_of(req), h, buf, size, (uint64_t)off) : -ENOMEM;
+	got = buf ? eos_fs_read(view_of(req), h, buf, size, (uint64_t)off) : -ENOMEM;
 	if (got < 0)
 		fuse_reply_err(req, got == -EBADMSG ? EIO : (int)-got);
 	else

@@ -32,6 +32,7 @@ enum {
 	EOS_TABLE_SHARDS = 64,
 	EOS_DIRENT_ABSENT = 0,		  /* no upper dirent: look in the lower directory */
 	EOS_DIRENT_WHITEOUT = UINT64_MAX, /* deleted: hides the lower name */
+	EOS_PARTIAL_MIN = 1 << 20,	  /* lower files from this size are copied up partially */
 };
 
 enum eos_node_flags {
@@ -45,8 +46,9 @@ enum eos_node_flags {
 	EOS_NODE_XATTRS = 1 << 7,	/* xattrs loaded (upper nodes: always) */
 	EOS_NODE_SUBDIRS = 1 << 8,	/* directory: subdirs is known */
 	EOS_NODE_GONE = 1 << 9,		/* last link removed: record deleted, data file pending */
+	EOS_NODE_PARTIAL = 1 << 10,	/* data file holds only the `present` ranges (partial.c) */
 	EOS_NODE_PERSISTED = EOS_NODE_UPPER | EOS_NODE_DATA | EOS_NODE_OPAQUE |
-			     EOS_NODE_META_CHANGED | EOS_NODE_CREATED,
+			     EOS_NODE_META_CHANGED | EOS_NODE_CREATED | EOS_NODE_PARTIAL,
 };
 
 struct eos_xattr {
@@ -78,6 +80,10 @@ struct eos_node {
 	struct eos_xattr *xattrs;
 	size_t nxattrs;
 	struct eos_writelog log;
+	/* partial copy-up (partial.c) */
+	struct eos_writelog present; /* ranges of the data file that hold the file's bytes */
+	uint64_t lower_limit;	     /* lower bytes below this are valid where not present */
+	struct eos_file *lower_file; /* the lower content, opened for partial reads */
 };
 
 struct eos_table_shard {
@@ -211,6 +217,17 @@ void eos_data_blocks(struct eos_view *v, const struct eos_node *n, struct stat *
 /* links.c: members of a store hard-link group at the view version (1 when unknown). */
 uint32_t eos_links_count(struct eos_view *v, uint64_t group);
 
+/* partial.c: n locked unless said otherwise */
+int eos_partial_begin(struct eos_view *v, struct eos_node *n, int fd);
+/* Read [off, off + size) merging data file and lower content; locks n. */
+ssize_t eos_partial_read(struct eos_view *v, struct eos_node *n, void *buf, size_t size,
+			 uint64_t off);
+int eos_partial_reserve(struct eos_node *n);
+void eos_partial_wrote(struct eos_node *n, uint64_t start, uint64_t end);
+void eos_partial_truncate(struct eos_node *n, uint64_t size);
+/* Copy every missing lower byte into the data file; the node is an ordinary copy after. */
+int eos_partial_flatten(struct eos_view *v, struct eos_node *n);
+
 /* xattr.c (these lock n) */
 enum {
 	XATTR_CREATE_FLAG = 1,
@@ -263,10 +280,9 @@ int eos_fs_setattr(struct eos_view *v, struct eos_node *n, const struct stat *at
 		   struct stat *out);
 int eos_fs_open(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *n, int flags,
 		struct eos_handle **ret);
-/* The data file to read from (>= 0), or -1: read with eos_fs_read_lower. */
+/* The data file to read from directly (>= 0), or -1: read with eos_fs_read. */
 int eos_fs_read_fd(struct eos_handle *h);
-ssize_t eos_fs_read_lower(struct eos_view *v, struct eos_handle *h, void *buf, size_t size,
-			  uint64_t off);
+ssize_t eos_fs_read(struct eos_view *v, struct eos_handle *h, void *buf, size_t size, uint64_t off);
 ssize_t eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t size,
 		     uint64_t off);
 int eos_fs_release(struct eos_view *v, struct eos_handle *h);

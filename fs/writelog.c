@@ -44,6 +44,12 @@ merge_around(struct eos_writelog *l, size_t i)
 }
 
 int
+eos_writelog_reserve(struct eos_writelog *l)
+{
+	return reserve(l, l->n + 2);
+}
+
+int
 eos_writelog_add(struct eos_writelog *l, uint64_t start, uint64_t end, uint32_t op)
 {
 	size_t i = 0, j;

@@ -24,6 +24,8 @@ struct eos_writelog {
 	size_t n, cap;
 };
 
+/* Make room so that the next eos_writelog_add() cannot fail. */
+int eos_writelog_reserve(struct eos_writelog *l);
 /* Record a write of [start, end) by op. -ENOMEM leaves the log unchanged. */
 int eos_writelog_add(struct eos_writelog *l, uint64_t start, uint64_t end, uint32_t op);
 /* Forget everything at or after size (truncate). */

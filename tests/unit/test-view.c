@@ -43,6 +43,22 @@ static struct eos_digest tree_before;
 
 /* --- fixture --------------------------------------------------------------------------------- */
 
+enum {
+	BIG_SIZE = 3 * 1024 * 1024 + 123
+}; /* above EOS_PARTIAL_MIN: copied up partially */
+static char big[BIG_SIZE];
+
+static void
+big_content(void)
+{
+	uint32_t x = 12345;
+
+	for (size_t i = 0; i < sizeof(big); i++) {
+		x = x * 1103515245 + 12345;
+		big[i] = (char)(x >> 16);
+	}
+}
+
 static char *
 src_path(const char *src, const char *rel)
 {
@@ -63,7 +79,7 @@ src_file(const char *src, const char *rel, const char *text, unsigned mode)
 static void
 setup(void)
 {
-	cleanup_free char *src = eos_test_tmpdir("view-src"), *ln = NULL;
+	cleanup_free char *src = eos_test_tmpdir("view-src"), *ln = NULL, *big_path = NULL;
 	struct eos_import_options io = { .sandbox = SBX, .threads = 1 };
 	struct eos_import_result ir;
 	struct eos_error err = { 0 };
@@ -78,6 +94,9 @@ setup(void)
 	src_file(src, "dir/x.txt", "dir x", 0644);
 	src_file(src, "dir/sub/y.txt", "dir sub y", 0644);
 	src_file(src, "keep/deep/f.txt", "deep f", 0644);
+	big_content();
+	big_path = src_path(src, "big.bin");
+	eos_test_write_file(big_path, big, BIG_SIZE, 0644);
 	ln = src_path(src, "ln");
 	ck_assert_int_eq(symlink("a.txt", ln), 0);
 	r = eos_store_import(fx.st, src, &io, &ir, &err);
@@ -195,7 +214,7 @@ read_all(struct eos_view *v, const char *path, char *buf, size_t size)
 
 	ck_assert_msg(r == 0, "open '%s': %s", path, strerror(-r));
 	fd = eos_fs_read_fd(h);
-	n = fd >= 0 ? pread(fd, buf, size - 1, 0) : eos_fs_read_lower(v, h, buf, size - 1, 0);
+	n = fd >= 0 ? pread(fd, buf, size - 1, 0) : eos_fs_read(v, h, buf, size - 1, 0);
 	ck_assert_msg(n >= 0, "read '%s': %zd", path, n);
 	buf[n] = 0;
 	ck_rc(eos_fs_release(v, h), 0);
@@ -1069,6 +1088,104 @@ START_TEST(test_read_only_refuses_changes)
 }
 END_TEST
 
+/* --- partial copy-up ---------------------------------------------------------------------------
+ */
+
+static void
+big_check(struct eos_view *v, const char *model, size_t size)
+{
+	struct eos_ctx c = ctx_of(PID_SESSION);
+	cleanup_free char *buf = malloc(size + 1);
+	struct eos_handle *h = NULL;
+	struct stat st;
+	size_t done = 0;
+
+	ck_rc(eos_fs_getattr(v, lookup(v, "big.bin"), &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_size, size);
+	ck_rc(eos_fs_open(v, &c, lookup(v, "big.bin"), O_RDONLY, &h), 0);
+	while (done < size) { /* odd-sized reads cross present and lower ranges */
+		ssize_t got = eos_fs_read(v, h, buf + done, EOS_MIN(size - done, 77777), done);
+
+		ck_assert_int_gt(got, 0);
+		done += (size_t)got;
+	}
+	ck_assert_int_eq(eos_fs_read(v, h, buf, 10, size), 0);
+	ck_assert_msg(memcmp(buf, model, size) == 0, "big.bin differs from the model");
+	ck_rc(eos_fs_release(v, h), 0);
+}
+
+static void
+big_write(struct eos_view *v, char *model, size_t *size, uint64_t off, size_t len)
+{
+	struct eos_ctx c = ctx_of(PID_OP);
+	struct eos_handle *h = NULL;
+	char chunk[4096];
+
+	memset(chunk, (int)(off % 251) + 1, sizeof(chunk));
+	ck_rc(eos_fs_open(v, &c, lookup(v, "big.bin"), O_WRONLY, &h), 0);
+	for (size_t done = 0; done < len; done += EOS_MIN(len - done, sizeof(chunk)))
+		ck_rc(eos_fs_write(v, h, chunk, EOS_MIN(len - done, sizeof(chunk)), off + done),
+		      (long)EOS_MIN(len - done, sizeof(chunk)));
+	if (off > *size)
+		memset(model + *size, 0, off - *size);
+	for (size_t i = 0; i < len; i++)
+		model[off + i] = chunk[0];
+	*size = EOS_MAX(*size, off + len);
+	ck_rc(eos_fs_release(v, h), 0);
+}
+
+static void
+big_truncate(struct eos_view *v, char *model, size_t *size, size_t to)
+{
+	struct stat want = { .st_size = (off_t)to }, got;
+
+	ck_rc(eos_fs_setattr(v, lookup(v, "big.bin"), &want, EOS_SET_SIZE, &got), 0);
+	if (to > *size)
+		memset(model + *size, 0, to - *size);
+	*size = to;
+}
+
+/* Writes to a large lower file copy only what they cover; reads merge; a reopen keeps it; the
+ * delta walk hands over a complete data file. */
+START_TEST(test_partial_copyup)
+{
+	size_t cap = 2 * BIG_SIZE, size = BIG_SIZE;
+	cleanup_free char *model = malloc(cap);
+	struct eos_view *v = view_open("s1", true);
+	struct stat st;
+	char path[4096];
+
+	memcpy(model, big, BIG_SIZE);
+	big_write(v, model, &size, BIG_SIZE, 1); /* an append */
+	big_write(v, model, &size, 100000, 9000);
+	big_write(v, model, &size, 2000000, 5);
+	big_check(v, model, size);
+	big_truncate(v, model, &size, 1500000); /* below the lower size: the tail is gone */
+	big_truncate(v, model, &size, 2500000); /* and grows back as zeros */
+	big_write(v, model, &size, 2400000, 100);
+	big_check(v, model, size);
+	eos_view_close(v);
+
+	v = view_open("s1", false);
+	big_check(v, model, size);
+	struct delta *d = capture(v);
+	const struct entry_copy *b = entry(d, "big.bin");
+	ck_assert_ptr_nonnull(b->data_path);
+	snprintf(path, sizeof(path), "%s", b->data_path);
+	delta_free(d);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_size, size);
+	cleanup_free char *flat = malloc(size);
+	int fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, flat, size, 0), (ssize_t)size);
+	close(fd);
+	ck_assert_msg(memcmp(flat, model, size) == 0, "the flattened data file differs");
+	big_check(v, model, size);
+	eos_view_close(v);
+}
+END_TEST
+
 START_TEST(test_open_missing)
 {
 	struct eos_view_options o = { .store = fx.st, .sandbox = SBX, .session = "nosuch" };
@@ -1129,6 +1246,7 @@ view_suite(void)
 	tcase_add_test(tc, test_sessions_isolated);
 	tcase_add_test(tc, test_read_only_refuses_changes);
 	tcase_add_test(tc, test_open_missing);
+	tcase_add_test(tc, test_partial_copyup);
 	suite_add_tcase(s, tc);
 	return s;
 }
