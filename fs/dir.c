@@ -75,11 +75,13 @@ eos_dir_set(struct eos_view *v, struct eos_node *p, const char *name, uint64_t v
 {
 	union eos_hashmap_value *slot;
 	int r = eos_hashmap_get_or_insert(&p->dirents, name, strlen(name), &slot);
+	bool linked = value != EOS_DIRENT_ABSENT && value != EOS_DIRENT_WHITEOUT;
+	struct eos_node *n = linked ? eos_node_get(v, value) : NULL;
 
-	(void)v;
 	if (r < 0)
 		return r;
 	slot->u64 = value;
+	eos_dirlist_update(p, name, n ? value : 0, n ? n->mode & S_IFMT : 0);
 	return eos_delta_put_dirent(p, name, value, b);
 }
 

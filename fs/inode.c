@@ -37,6 +37,7 @@ eos_node_free(struct eos_node *n)
 	free(n->lst);
 	free(n->target);
 	eos_hashmap_release(&n->dirents);
+	eos_dirlist_free(n->list);
 	eos_xattrs_free(n);
 	eos_writelog_release(&n->log);
 	eos_writelog_release(&n->present);

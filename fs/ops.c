@@ -31,11 +31,6 @@ struct eos_view_mount {
 	bool mounted;
 };
 
-struct dir_handle {
-	struct eos_dir_snapshot snap;
-	bool taken;
-};
-
 static struct eos_view *
 view_of(fuse_req_t req)
 {
@@ -398,23 +393,19 @@ static void
 op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	NODE_OR_FAIL(n, req, ino);
-	struct dir_handle *d;
 
 	if (!eos_node_is_dir(n)) {
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
-	d = calloc(1, sizeof(*d));
-	if (!d) {
-		fuse_reply_err(req, ENOMEM);
+	if (view_of(req)->no_opendir) {
+		fuse_reply_err(req, ENOSYS); /* the kernel stops asking: listings need no handle */
 		return;
 	}
-	/* The listing is taken at the first readdir: a warm kernel cache needs none. */
-	fi->fh = (uint64_t)(uintptr_t)d;
+	fi->fh = 0;
 	fi->cache_readdir = 1; /* only this mount changes the directory: the kernel may keep it */
 	fi->keep_cache = 1;
-	if (fuse_reply_open(req, fi) < 0)
-		free(d);
+	fuse_reply_open(req, fi);
 }
 
 /* Add one entry at offset next (plus: with a looked-up node). Returns bytes added, 0 if full. */
@@ -445,38 +436,37 @@ add_entry(fuse_req_t req, struct eos_node *dir, const struct eos_dirent_snap *e,
 	return len;
 }
 
+enum {
+	DIRENT_MIN_BYTES = 32
+}; /* the smallest fuse_dirent: bounds a reply's entries */
+
 static void
-readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi,
-	       bool plus)
+readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
 	NODE_OR_FAIL(n, req, ino);
-	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+	struct eos_dir_snapshot batch = { 0 };
 	cleanup_free char *buf = malloc(size);
 	size_t used = 0;
+	int r = buf ? 0 : -ENOMEM;
 
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
+	if (r == 0)
+		r = eos_dirlist_read(view_of(req), n, (uint64_t)EOS_MAX(off, 0),
+				     size / DIRENT_MIN_BYTES + 1, &batch);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
 		return;
 	}
-	if (off == 0 || !d->taken) {
-		int r;
+	size_t dots_n = EOS_DIRLIST_FIRST - 1; /* "." and ".." */
 
-		eos_dir_snapshot_release(&d->snap);
-		pthread_mutex_lock(&n->lock);
-		r = eos_dir_snapshot(view_of(req), n, &d->snap);
-		pthread_mutex_unlock(&n->lock);
-		if (r < 0) {
-			fuse_reply_err(req, -r);
-			return;
-		}
-		d->taken = true;
-	}
-	for (off_t i = off; i < (off_t)d->snap.n + 2; i++) {
+	/* the dots at cookies 1 and 2 (those not yet returned), then the entries */
+	for (size_t i = (size_t)EOS_MIN(EOS_MAX(off, 0), (off_t)dots_n); i < dots_n + batch.n;
+	     i++) {
 		struct eos_dirent_snap dots = { .name = (char *)(i == 0 ? "." : ".."),
 						.type = S_IFDIR,
-						.ino = i == 0 ? n->ino : n->parent };
-		const struct eos_dirent_snap *e = i < 2 ? &dots : &d->snap.v[i - 2];
-		size_t len = add_entry(req, n, e, buf + used, size - used, i + 1, plus);
+						.ino = i == 0 ? n->ino : n->parent,
+						.cookie = i + 1 };
+		const struct eos_dirent_snap *e = i < dots_n ? &dots : &batch.v[i - dots_n];
+		size_t len = add_entry(req, n, e, buf + used, size - used, (off_t)e->cookie, plus);
 
 		if (len == SIZE_MAX)
 			continue;
@@ -484,30 +474,22 @@ readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fu
 			break;
 		used += len;
 	}
+	eos_dir_snapshot_release(&batch);
 	fuse_reply_buf(req, buf, used);
 }
 
 static void
 op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	readdir_common(req, ino, size, off, fi, false);
+	(void)fi;
+	readdir_common(req, ino, size, off, false);
 }
 
 static void
 op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	readdir_common(req, ino, size, off, fi, true);
-}
-
-static void
-op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
-
-	(void)ino;
-	eos_dir_snapshot_release(&d->snap);
-	free(d);
-	fuse_reply_err(req, 0);
+	(void)fi;
+	readdir_common(req, ino, size, off, true);
 }
 
 static void
@@ -631,7 +613,10 @@ op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file
 static void
 op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	struct eos_view *v = userdata;
+
+	v->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
+	conn->want |= conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
 	conn->want |= conn->capable &
 		      (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
 		       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_READDIRPLUS | FUSE_CAP_PARALLEL_DIROPS);
@@ -664,7 +649,6 @@ static const struct fuse_lowlevel_ops OPS = {
 	.opendir = op_opendir,
 	.readdir = op_readdir,
 	.readdirplus = op_readdirplus,
-	.releasedir = op_releasedir,
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
 	.setxattr = op_setxattr,

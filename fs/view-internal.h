@@ -33,7 +33,10 @@ enum {
 	EOS_DIRENT_ABSENT = 0,		  /* no upper dirent: look in the lower directory */
 	EOS_DIRENT_WHITEOUT = UINT64_MAX, /* deleted: hides the lower name */
 	EOS_PARTIAL_MIN = 1 << 20,	  /* lower files from this size are copied up partially */
+	EOS_DIRLIST_FIRST = 3,		  /* first entry cookie: "." is 1, ".." is 2 */
 };
+
+struct eos_dirlist;
 
 enum eos_node_flags {
 	EOS_NODE_UPPER = 1 << 0,	/* has a node record in the delta */
@@ -79,6 +82,7 @@ struct eos_node {
 	uint64_t subdirs;	    /* directories: number of subdirectories */
 	struct eos_xattr *xattrs;
 	size_t nxattrs;
+	struct eos_dirlist *list; /* directories: listing with stable offsets, once read */
 	struct eos_writelog log;
 	/* partial copy-up (partial.c) */
 	struct eos_writelog present; /* ranges of the data file that hold the file's bytes */
@@ -108,6 +112,7 @@ struct eos_view {
 	struct eos_opstable ops; /* operation ids of write logs */
 	pthread_mutex_t links_lock;
 	bool links_loaded;
+	bool no_opendir;	  /* the kernel skips opendir/releasedir (fs/ops.c) */
 	struct eos_hashmap links; /* be64 link group → members at the version (links.c) */
 };
 
@@ -173,7 +178,8 @@ int eos_dir_count_subdirs(struct eos_view *v, struct eos_node *p);
 struct eos_dirent_snap {
 	char *name;
 	uint64_t ino;
-	uint32_t type; /* S_IFMT bits */
+	uint32_t type;	 /* S_IFMT bits */
+	uint64_t cookie; /* readdir offset of the entry after this one (dirlist.c) */
 };
 struct eos_dir_snapshot {
 	struct eos_dirent_snap *v;
@@ -182,6 +188,12 @@ struct eos_dir_snapshot {
 /* The merged listing of p (locked). */
 int eos_dir_snapshot(struct eos_view *v, struct eos_node *p, struct eos_dir_snapshot *ret);
 void eos_dir_snapshot_release(struct eos_dir_snapshot *s);
+/* dirlist.c. Up to max entries of p with a cookie above off (locks p); caller releases. */
+int eos_dirlist_read(struct eos_view *v, struct eos_node *p, uint64_t off, size_t max,
+		     struct eos_dir_snapshot *ret);
+/* Name now maps to ino of the given type, or is gone (ino 0). p locked. */
+void eos_dirlist_update(struct eos_node *p, const char *name, uint64_t ino, uint32_t type);
+void eos_dirlist_free(struct eos_dirlist *l);
 /* Whether p (locked) has no visible entries. */
 int eos_dir_is_empty(struct eos_view *v, struct eos_node *p);
 

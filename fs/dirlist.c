@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs/dirlist: directory listings with stable offsets, kept per directory instead of per open
+ * handle.
+ *
+ * The first readdir of a directory takes its merged listing and gives every name a cookie (its
+ * readdir offset), in listing order from EOS_DIRLIST_FIRST. From then on the listing is kept up
+ * to date by the namespace operations (eos_dir_set): a new name gets the next cookie, a removed
+ * name is dropped, a replaced one keeps its cookie. readdir(offset) returns the names whose cookie
+ * is above the offset, so an offset stays valid while the directory changes: a name present
+ * throughout is returned exactly once, a removed one no more, an added one at the end. No state
+ * lives in the open directory, which lets the kernel skip opendir/releasedir altogether.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+
+#include "fs/view-internal.h"
+
+struct eos_dirlist {
+	struct eos_dirent_snap *v; /* cookie order; removed entries have name NULL */
+	size_t n, cap, live;
+	uint64_t next_cookie;
+	struct eos_hashmap index; /* name → position + 1 in v; 0 once removed */
+};
+
+void
+eos_dirlist_free(struct eos_dirlist *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+	eos_hashmap_release(&l->index);
+	free(l);
+}
+
+static int
+list_append(struct eos_dirlist *l, char *name, uint64_t ino, uint32_t type)
+{
+	union eos_hashmap_value *slot;
+
+	if (eos_buf_array_reserve(&l->v, &l->cap, l->n, sizeof(*l->v), 16) < 0 ||
+	    eos_hashmap_get_or_insert(&l->index, name, strlen(name), &slot) < 0)
+		return -ENOMEM;
+	l->v[l->n] = (struct eos_dirent_snap){
+		.name = name, .ino = ino, .type = type, .cookie = l->next_cookie++
+	};
+	slot->u64 = ++l->n;
+	l->live++;
+	return 0;
+}
+
+/* Drop removed entries once they are the majority (cookies are kept). */
+static int
+list_compact(struct eos_dirlist *l)
+{
+	size_t w = 0;
+
+	if (l->n < 64 || l->live * 2 > l->n)
+		return 0;
+	eos_hashmap_release(&l->index);
+	for (size_t i = 0; i < l->n; i++) {
+		union eos_hashmap_value *slot;
+
+		if (!l->v[i].name)
+			continue;
+		l->v[w] = l->v[i];
+		if (eos_hashmap_get_or_insert(&l->index, l->v[w].name, strlen(l->v[w].name),
+					      &slot) < 0)
+			return -ENOMEM;
+		slot->u64 = ++w;
+	}
+	l->n = w;
+	return 0;
+}
+
+static int
+list_build(struct eos_view *v, struct eos_node *p)
+{
+	struct eos_dir_snapshot s = { 0 };
+	struct eos_dirlist *l = calloc(1, sizeof(*l));
+	int r = l ? eos_dir_snapshot(v, p, &s) : -ENOMEM;
+
+	if (l)
+		l->next_cookie = EOS_DIRLIST_FIRST;
+	for (size_t i = 0; r == 0 && i < s.n; i++) {
+		r = list_append(l, s.v[i].name, s.v[i].ino, s.v[i].type);
+		if (r == 0)
+			s.v[i].name = NULL; /* the list owns it now */
+	}
+	eos_dir_snapshot_release(&s);
+	if (r < 0) {
+		eos_dirlist_free(l);
+		return r;
+	}
+	p->list = l;
+	return 0;
+}
+
+void
+eos_dirlist_update(struct eos_node *p, const char *name, uint64_t ino, uint32_t type)
+{
+	struct eos_dirlist *l = p->list;
+	union eos_hashmap_value *slot;
+	char *copy;
+
+	if (!l)
+		return;
+	slot = eos_hashmap_find(&l->index, name, strlen(name));
+	if (slot && slot->u64 && ino) { /* replaced: same cookie */
+		l->v[slot->u64 - 1].ino = ino;
+		l->v[slot->u64 - 1].type = type;
+	} else if (slot && slot->u64) { /* removed */
+		free(l->v[slot->u64 - 1].name);
+		l->v[slot->u64 - 1].name = NULL;
+		slot->u64 = 0;
+		l->live--;
+	} else if (ino) { /* new */
+		copy = strdup(name);
+		if (!copy || list_append(l, copy, ino, type) < 0) {
+			free(copy);
+			goto rebuild;
+		}
+	}
+	if (list_compact(l) == 0)
+		return;
+rebuild:
+	/* out of memory: forget the listing; the next readdir takes it afresh */
+	eos_dirlist_free(l);
+	p->list = NULL;
+}
+
+/* First position with a cookie above off. */
+static size_t
+list_seek(const struct eos_dirlist *l, uint64_t off)
+{
+	size_t lo = 0, hi = l->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->v[mid].cookie <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int
+eos_dirlist_read(struct eos_view *v, struct eos_node *p, uint64_t off, size_t max,
+		 struct eos_dir_snapshot *ret)
+{
+	struct eos_dirlist *l;
+	int r = 0;
+
+	pthread_mutex_lock(&p->lock);
+	if (!eos_node_is_dir(p))
+		r = -ENOTDIR;
+	else if (!p->list)
+		r = list_build(v, p);
+	l = p->list;
+	for (size_t i = r == 0 ? list_seek(l, off) : 0; r == 0 && i < l->n && ret->n < max; i++) {
+		struct eos_dirent_snap *e = &l->v[i], *out;
+		char *name;
+
+		if (!e->name)
+			continue;
+		name = strdup(e->name);
+		if (!name ||
+		    eos_buf_array_reserve(&ret->v, &ret->cap, ret->n, sizeof(*ret->v), 16) < 0) {
+			free(name);
+			r = -ENOMEM;
+			break;
+		}
+		out = &ret->v[ret->n++];
+		*out = *e;
+		out->name = name;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (r < 0)
+		eos_dir_snapshot_release(ret);
+	return r;
+}
