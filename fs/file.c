@@ -137,6 +137,8 @@ open_locked(struct eos_view *v, struct eos_node *n, struct eos_handle *h)
 	/* no copy-up here: the first write copies (an open that never writes costs nothing) */
 	if (h->flags & O_TRUNC && S_ISREG(n->mode) && n->size > 0)
 		r = truncate_locked(v, n, 0);
+	else if (h->flags & O_TRUNC && S_ISREG(n->mode))
+		eos_node_touch(n, true); /* POSIX: O_TRUNC sets mtime and ctime even when empty */
 	if (r == 0 && n->flags & EOS_NODE_DATA)
 		r = eos_data_open(v, n);
 	else if (r == 0 && S_ISREG(n->mode) && n->lst)
