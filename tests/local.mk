@@ -84,3 +84,4 @@ INTEGRATION_TESTS = \
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/fs-lib.sh
 include tests/integration/conformance.mk
+include tests/integration/model.mk
