@@ -13,6 +13,22 @@
 
 #include "fs/view-internal.h"
 
+const char *
+eos_delta_change_name(enum eos_delta_change c)
+{
+	switch (c) {
+	case EOS_DELTA_DELETE:
+		return "delete";
+	case EOS_DELTA_PUT:
+		return "put";
+	case EOS_DELTA_ATTR:
+		return "attr";
+	case EOS_DELTA_DIR:
+		return "dir";
+	}
+	return "?";
+}
+
 struct dirent_copy {
 	char *name;
 	uint64_t value;

@@ -99,6 +99,9 @@ enum eos_delta_change {
 	EOS_DELTA_DIR = 4,    /* unchanged directory on the way to changes below it */
 };
 
+/* "delete", "put", "attr", "dir". */
+const char *eos_delta_change_name(enum eos_delta_change c);
+
 /* Write log: bytes [start, end) of the file were last written by operation `owner`. */
 struct eos_delta_range {
 	uint64_t start, end;

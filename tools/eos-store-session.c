@@ -44,22 +44,6 @@ tool_cmd_sessions(struct tool *t, const struct tool_args *a)
 }
 
 static const char *
-change_name(enum eos_delta_change c)
-{
-	switch (c) {
-	case EOS_DELTA_DELETE:
-		return "delete";
-	case EOS_DELTA_PUT:
-		return "put";
-	case EOS_DELTA_ATTR:
-		return "attr";
-	case EOS_DELTA_DIR:
-		return "dir";
-	}
-	return "?";
-}
-
-static const char *
 type_name(uint32_t mode)
 {
 	switch (mode & S_IFMT) {
@@ -97,7 +81,7 @@ delta_row(void *ctx, const struct eos_delta_entry *e)
 {
 	json_t *row = json_pack(
 		"{s:o,s:s,s:s,s:o,s:o,s:o,s:o,s:b,s:o,s:o}", "path", tool_json_str(e->path),
-		"change", change_name(e->change), "type", type_name(e->mode), "mode",
+		"change", eos_delta_change_name(e->change), "type", type_name(e->mode), "mode",
 		e->mode ? tool_json_mode(e->mode & 07777) : json_null(), "node",
 		eos_json_u64(e->node), "size", eos_json_u64(e->size), "origin",
 		e->origin ? tool_json_str(e->origin) : json_null(), "renamed", e->renamed, "target",

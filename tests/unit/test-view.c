@@ -393,22 +393,6 @@ entry(const struct delta *d, const char *path)
 	return NULL;
 }
 
-static const char *
-change_name(enum eos_delta_change c)
-{
-	switch (c) {
-	case EOS_DELTA_DELETE:
-		return "delete";
-	case EOS_DELTA_PUT:
-		return "put";
-	case EOS_DELTA_ATTR:
-		return "attr";
-	case EOS_DELTA_DIR:
-		return "dir";
-	}
-	return "?";
-}
-
 /* One line per entry holding every field (the data file by content, not by name). */
 static char *
 entry_line(const struct entry_copy *c)
@@ -427,7 +411,7 @@ entry_line(const struct entry_copy *c)
 		asprintf(&s,
 			 "%s %s mode=%o uid=%u gid=%u mtime=%lld node=%llu opaque=%d size=%llu "
 			 "content=%d:%llu data=%s ranges=%s target=%s origin=%s",
-			 c->path, change_name(c->change), c->mode, c->uid, c->gid,
+			 c->path, eos_delta_change_name(c->change), c->mode, c->uid, c->gid,
 			 (long long)c->mtime_ns, (unsigned long long)c->node, c->opaque,
 			 (unsigned long long)c->size, c->has_content,
 			 (unsigned long long)c->content.size, c->data ? c->data : "(none)", ranges,
@@ -528,7 +512,7 @@ expect_entry(const struct delta *d, size_t i, const char *path, enum eos_delta_c
 	ck_assert_msg(strcmp(d->v[i].path, path) == 0, "entry %zu is '%s', want '%s'", i,
 		      d->v[i].path, path);
 	ck_assert_msg(d->v[i].change == change, "'%s' is %s, want %s", path,
-		      change_name(d->v[i].change), change_name(change));
+		      eos_delta_change_name(d->v[i].change), eos_delta_change_name(change));
 	if (change != EOS_DELTA_DELETE)
 		ck_assert_msg(d->v[i].mode == mode, "'%s' has mode %o, want %o", path, d->v[i].mode,
 			      mode);
@@ -819,7 +803,7 @@ START_TEST(test_replace_and_opaque)
 		/* the directory renamed back is at its origin again */
 		ck_assert_str_eq(d->v[2].path, "dir");
 		ck_assert_msg(d->v[2].change == EOS_DELTA_DIR || d->v[2].change == EOS_DELTA_ATTR,
-			      "'dir' is %s", change_name(d->v[2].change));
+			      "'dir' is %s", eos_delta_change_name(d->v[2].change));
 		ck_assert_ptr_null(d->v[2].origin);
 		expect_entry(d, 3, "e-link", EOS_DELTA_PUT, S_IFREG | 0644);
 		expect_store_content(entry(d, "e-link"), 3);
