@@ -76,7 +76,9 @@ setattr_locked(struct eos_view *v, struct eos_node *n, const struct stat *a, uns
 		n->uid = a->st_uid;
 	if (valid & EOS_SET_GID)
 		n->gid = a->st_gid;
-	if (valid & ~EOS_SET_SIZE)
+	/* times with ctime come from the kernel's writeback of a written file, not from a user */
+	if (valid & (EOS_SET_MODE | EOS_SET_UID | EOS_SET_GID) ||
+	    (valid & ~EOS_SET_SIZE && !(valid & EOS_SET_CTIME)))
 		n->flags |= EOS_NODE_META_CHANGED;
 	set_times(n, a, valid);
 	n->flags |= EOS_NODE_DIRTY;
@@ -107,9 +109,8 @@ eos_fs_setattr(struct eos_view *v, struct eos_node *n, const struct stat *attr, 
 	return r;
 }
 
-/* The write log index of the operation that pid belongs to. */
-static uint32_t
-operation_of(struct eos_view *v, pid_t pid)
+uint32_t
+eos_fs_operation(struct eos_view *v, pid_t pid)
 {
 	char owner[EOS_OPERATION_MAX + 1];
 	const char *who = v->self_owner;
@@ -119,7 +120,7 @@ operation_of(struct eos_view *v, pid_t pid)
 	if (v->resolve && v->resolve(v->resolve_ctx, pid, owner, sizeof(owner)) == 0)
 		who = owner;
 	if (eos_opstable_intern(&v->ops, who, &op, &fresh) < 0)
-		return 0;
+		return v->self_op;
 	if (fresh) {
 		EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
 
@@ -143,6 +144,12 @@ open_locked(struct eos_view *v, struct eos_node *n, struct eos_handle *h)
 		r = eos_data_open(v, n);
 	else if (r == 0 && S_ISREG(n->mode) && n->lst)
 		r = eos_store_file_open_content(v->store, &n->lst->content, &h->lower, NULL);
+	if (r == 0 && h->writer) {
+		/* writeback mode: writes are attributed per file (see eos_view_options) */
+		n->writer_mixed |= n->writers > 0 && n->writer_op != h->op;
+		n->writer_op = h->op;
+		n->writers++;
+	}
 	if (r == 0)
 		n->opens++;
 	return r;
@@ -165,6 +172,11 @@ eos_fs_open(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *n, i
 	h->node = n;
 	h->flags = flags;
 	h->pid = ctx->pid;
+	if (wants_write(flags) && v->writeback) {
+		h->op = eos_fs_operation(v, ctx->pid); /* the writes may come after the exit */
+		h->op_resolved = true;
+		h->writer = true;
+	}
 	pthread_mutex_lock(&n->lock);
 	r = open_locked(v, n, h);
 	pthread_mutex_unlock(&n->lock);
@@ -195,7 +207,7 @@ handle_write_fd(struct eos_view *v, struct eos_handle *h)
 		return -EBADF;
 	pthread_mutex_lock(&h->node->lock);
 	if (!h->op_resolved) {
-		h->op = operation_of(v, h->pid);
+		h->op = eos_fs_operation(v, h->pid);
 		h->op_resolved = true;
 	}
 	fd = write_fd_locked(v, h->node);
@@ -246,6 +258,18 @@ eos_fs_read(struct eos_view *v, struct eos_handle *h, void *buf, size_t size, ui
 	return read_lower(v, h, buf, size, off);
 }
 
+/* The operation a write through h belongs to (h->node locked). */
+static uint32_t
+write_op(struct eos_view *v, struct eos_handle *h)
+{
+	struct eos_node *n = h->node;
+
+	if (!v->writeback)
+		return h->op;
+	/* cached writes come through any writable handle: the file's single writer, if any */
+	return n->writers > 0 && !n->writer_mixed ? n->writer_op : v->self_op;
+}
+
 /* n (locked) got [off, off + len) written by operation op. */
 static void
 wrote_locked(struct eos_node *n, uint32_t op, uint64_t off, uint64_t len)
@@ -253,6 +277,78 @@ wrote_locked(struct eos_node *n, uint32_t op, uint64_t off, uint64_t len)
 	if (off + len > n->size)
 		n->size = off + len;
 	eos_writelog_add(&n->log, off, off + len, op);
+	eos_partial_wrote(n, off, off + len);
+	n->flags |= EOS_NODE_LOG_DIRTY;
+	eos_node_touch(n, true);
+}
+
+enum {
+	DIFF_MAX = 32
+};
+
+/* The byte ranges a write changes (more than DIFF_MAX: the last one stretches). */
+struct diff {
+	struct eos_wrange v[DIFF_MAX];
+	size_t n;
+};
+
+static void
+diff_add(struct diff *d, uint64_t start, uint64_t end)
+{
+	if (d->n == DIFF_MAX)
+		d->v[d->n - 1].end = end;
+	else
+		d->v[d->n++] = (struct eos_wrange){ .start = start, .end = end };
+}
+
+/*
+ * Where buf differs from the file's bytes at off. The kernel's writeback rewrites whole pages,
+ * unchanged bytes included: only the changed ones belong to the writer (and an identical
+ * rewrite keeps the old owners, as the publish gate's blame wants).
+ */
+static int
+diff_ranges(struct eos_view *v, struct eos_handle *h, const char *buf, size_t len, uint64_t off,
+	    struct diff *d)
+{
+	uint64_t size;
+	size_t old_len, i = 0;
+	cleanup_free char *old = NULL;
+	ssize_t got = 0;
+
+	pthread_mutex_lock(&h->node->lock);
+	size = h->node->size;
+	pthread_mutex_unlock(&h->node->lock);
+	old_len = off < size ? (size_t)EOS_MIN((uint64_t)len, size - off) : 0;
+	if (old_len && !(old = malloc(old_len)))
+		return -ENOMEM;
+	if (old_len)
+		got = eos_fs_read(v, h, old, old_len, off);
+	if (got < 0)
+		return (int)got;
+	old_len = (size_t)got;
+	d->n = 0;
+	while (i < old_len) {
+		size_t j = i;
+
+		while (j < old_len && old[j] != buf[j])
+			j++;
+		if (j > i)
+			diff_add(d, off + i, off + j);
+		i = j + 1;
+	}
+	if (old_len < len)
+		diff_add(d, off + old_len, off + len);
+	return 0;
+}
+
+/* n (locked) got [off, off + len) written, of which d's ranges changed, by operation op. */
+static void
+wrote_diff_locked(struct eos_node *n, uint32_t op, uint64_t off, uint64_t len, const struct diff *d)
+{
+	for (size_t i = 0; i < d->n && d->v[i].start < off + len; i++)
+		eos_writelog_add(&n->log, d->v[i].start, EOS_MIN(d->v[i].end, off + len), op);
+	if (off + len > n->size)
+		n->size = off + len;
 	eos_partial_wrote(n, off, off + len);
 	n->flags |= EOS_NODE_LOG_DIRTY;
 	eos_node_touch(n, true);
@@ -275,10 +371,13 @@ eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t s
 {
 	struct eos_node *n = h->node;
 	int fd = handle_write_fd(v, h);
+	struct diff d = { 0 };
 	ssize_t got;
 
 	if (fd < 0)
 		return fd;
+	if (v->writeback && (got = diff_ranges(v, h, buf, size, off, &d)) < 0)
+		return got;
 	pthread_mutex_lock(&n->lock);
 	if (n->flags & EOS_NODE_PARTIAL) {
 		got = pwrite_locked(n, fd, buf, size, off);
@@ -288,7 +387,9 @@ eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t s
 		got = got < 0 ? eos_neg_errno() : got;
 		pthread_mutex_lock(&n->lock);
 	}
-	if (got > 0)
+	if (got > 0 && v->writeback)
+		wrote_diff_locked(n, write_op(v, h), off, (uint64_t)got, &d);
+	else if (got > 0)
 		wrote_locked(n, h->op, off, (uint64_t)got);
 	pthread_mutex_unlock(&n->lock);
 	return got;
@@ -303,6 +404,8 @@ eos_fs_release(struct eos_view *v, struct eos_handle *h)
 	pthread_mutex_lock(&n->lock);
 	if (n->opens > 0)
 		n->opens--;
+	if (h->writer && n->writers > 0 && --n->writers == 0)
+		n->writer_mixed = false;
 	r = eos_delta_flush_node(v, n, false);
 	if (n->opens == 0 && n->data_fd >= 0) {
 		close(n->data_fd);
@@ -368,7 +471,7 @@ copy_through_memory(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
 	pthread_mutex_lock(&out->node->lock);
 	got = pwrite_locked(out->node, fd_out, buf, (size_t)got, off_out);
 	if (got > 0)
-		wrote_locked(out->node, out->op, off_out, (uint64_t)got);
+		wrote_locked(out->node, write_op(v, out), off_out, (uint64_t)got);
 	pthread_mutex_unlock(&out->node->lock);
 	return got;
 }
@@ -394,7 +497,7 @@ eos_fs_copy_range(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
 		return eos_neg_errno();
 	pthread_mutex_lock(&n->lock);
 	if (got > 0)
-		wrote_locked(n, out->op, off_out, (uint64_t)got);
+		wrote_locked(n, write_op(v, out), off_out, (uint64_t)got);
 	pthread_mutex_unlock(&n->lock);
 	return got;
 }

@@ -616,11 +616,16 @@ op_init(void *userdata, struct fuse_conn_info *conn)
 	struct eos_view *v = userdata;
 
 	v->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
+	v->writeback = v->writeback && conn->capable & FUSE_CAP_WRITEBACK_CACHE;
 	conn->want |= conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
 	conn->want |= conn->capable &
 		      (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
-		       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_READDIRPLUS | FUSE_CAP_PARALLEL_DIROPS);
-	conn->want &= ~(unsigned)(FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_WRITEBACK_CACHE);
+		       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
+		       FUSE_CAP_PARALLEL_DIROPS);
+	if (v->writeback)
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
 	conn->max_background = 64;
 }
 

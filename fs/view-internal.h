@@ -83,6 +83,10 @@ struct eos_node {
 	struct eos_xattr *xattrs;
 	size_t nxattrs;
 	struct eos_dirlist *list; /* directories: listing with stable offsets, once read */
+	/* writeback mode: the operation of the open writable handles (file.c) */
+	uint32_t writer_op;
+	unsigned writers;
+	bool writer_mixed; /* handles of more than one operation are open for writing */
 	struct eos_writelog log;
 	/* partial copy-up (partial.c) */
 	struct eos_writelog present; /* ranges of the data file that hold the file's bytes */
@@ -113,6 +117,8 @@ struct eos_view {
 	pthread_mutex_t links_lock;
 	bool links_loaded;
 	bool no_opendir;	  /* the kernel skips opendir/releasedir (fs/ops.c) */
+	bool writeback;		  /* writeback cache asked for, and granted by the kernel at init */
+	uint32_t self_op;	  /* operation index of the session itself */
 	struct eos_hashmap links; /* be64 link group → members at the version (links.c) */
 };
 
@@ -122,8 +128,9 @@ struct eos_handle {
 	struct eos_file *lower; /* lower content, while the node has no data file */
 	uint32_t op;		/* write log operation index, once resolved */
 	bool op_resolved;
-	pid_t pid; /* the opener, resolved to an operation at the first write */
-	int flags; /* open flags */
+	bool writer; /* counted in node->writers */
+	pid_t pid;   /* the opener, resolved to an operation at the first write */
+	int flags;   /* open flags */
 };
 
 /* inode.c: the node table */
@@ -292,6 +299,8 @@ int eos_fs_setattr(struct eos_view *v, struct eos_node *n, const struct stat *at
 		   struct stat *out);
 int eos_fs_open(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *n, int flags,
 		struct eos_handle **ret);
+/* The write log index of the operation pid belongs to (the session's when none claims it). */
+uint32_t eos_fs_operation(struct eos_view *v, pid_t pid);
 /* The data file to read from directly (>= 0), or -1: read with eos_fs_read. */
 int eos_fs_read_fd(struct eos_handle *h);
 ssize_t eos_fs_read(struct eos_view *v, struct eos_handle *h, void *buf, size_t size, uint64_t off);

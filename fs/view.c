@@ -169,6 +169,7 @@ view_load(struct eos_view *v, const struct eos_view_options *o, struct eos_error
 	r = r ?: eos_delta_load(v, err);
 	if (r < 0)
 		return r;
+	v->self_op = eos_fs_operation(v, 0); /* pid 0: no resolver claims it */
 	discard_orphans(v);
 	discard_stray_data(v);
 	if (eos_node_get(v, EOS_ROOT_INO))
@@ -191,6 +192,7 @@ eos_view_open(const struct eos_view_options *o, struct eos_view **ret, struct eo
 	v->session = o->session ? strdup(o->session) : NULL;
 	v->resolve = o->resolve;
 	v->resolve_ctx = o->resolve_ctx;
+	v->writeback = o->writeback && o->session;
 	if (!v->sandbox || (o->session && !v->session))
 		return eos_error_set(err, -ENOMEM, "out of memory");
 	r = eos_store_sandbox_get(o->store, o->sandbox, &info, err);

@@ -52,6 +52,13 @@ struct eos_view_options {
 	uint64_t version;    /* read-only views: the version shown (0 = head) */
 	eos_view_resolve_fn resolve; /* NULL: every write belongs to the session */
 	void *resolve_ctx;
+	/*
+	 * Let the kernel cache writes (FUSE writeback cache). Writes then reach the view in
+	 * batches through any writable handle of the file, so they are attributed per file: to
+	 * the operation holding it open for writing, or to the session while handles of several
+	 * operations are open at once. Without it, every write(2) is attributed to its own handle.
+	 */
+	bool writeback;
 };
 
 struct eos_view;

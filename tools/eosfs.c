@@ -30,6 +30,7 @@ enum {
 	OPT_READ_ONLY,
 	OPT_VERSION,
 	OPT_HELP,
+	OPT_WRITEBACK,
 };
 
 struct mount {
@@ -50,6 +51,7 @@ struct eosfs {
 	const char *version;
 	bool read_only;
 	bool foreground;
+	bool writeback; /* --writeback: the kernel's writeback cache */
 	struct mount mounts[MAX_MOUNTS];
 	size_t n;
 	const char *positional;
@@ -81,6 +83,10 @@ usage(FILE *f)
 	      "  -f, --foreground   serve in the foreground (default: return once mounted)\n"
 	      "  -o OPTS            extra FUSE mount options (comma-separated)\n"
 	      "  --pid-file F       write the serving process id to F\n"
+	      "  --writeback        let the kernel cache writes: faster small writes, but writes\n"
+	      "                     are attributed per file (not per open file), SEEK_DATA/HOLE\n"
+	      "                     do not see cached writes, and mtimes of files written just\n"
+	      "                     before an unmount may be lost\n"
 	      "  -h, --help         this text\n"
 	      "\n"
 	      "Unmount with `fusermount3 -u MOUNTPOINT` or SIGTERM/SIGINT to the process; it\n"
@@ -120,6 +126,7 @@ parse(struct eosfs *e, int argc, char **argv)
 		{ "read-only", no_argument, NULL, OPT_READ_ONLY },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "pid-file", required_argument, NULL, OPT_PID_FILE },
+		{ "writeback", no_argument, NULL, OPT_WRITEBACK },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -151,6 +158,9 @@ parse(struct eosfs *e, int argc, char **argv)
 			break;
 		case OPT_PID_FILE:
 			e->pid_file = optarg;
+			break;
+		case OPT_WRITEBACK:
+			e->writeback = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -266,7 +276,8 @@ open_views(struct eosfs *e)
 					      .session = m->session,
 					      .create = true,
 					      .version = v,
-					      .resolve = eos_view_resolve_environ };
+					      .resolve = eos_view_resolve_environ,
+					      .writeback = e->writeback };
 		int r = eos_view_open(&o, &m->view, &err);
 
 		if (r == 0)
