@@ -109,6 +109,50 @@ eos_fs_setattr(struct eos_view *v, struct eos_node *n, const struct stat *attr, 
 	return r;
 }
 
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return eos_ts_to_ns(ts);
+}
+
+/*
+ * A process's operation is cached for a second: a build that creates thousands of files reads
+ * /proc once. (A process that execs itself with another EOS_OPERATION within that second keeps
+ * the old one until it expires.)
+ */
+static bool
+opcache_find(struct eos_view *v, pid_t pid, uint32_t *ret)
+{
+	struct eos_opcache_slot *s = &v->opcache[(unsigned)pid % EOS_OPCACHE_SLOTS];
+	bool hit;
+
+	if (pid <= 0)
+		return false;
+	pthread_mutex_lock(&v->opcache_lock);
+	hit = s->pid == pid && s->expires_ns > now_ns();
+	if (hit)
+		*ret = s->op;
+	pthread_mutex_unlock(&v->opcache_lock);
+	return hit;
+}
+
+static void
+opcache_put(struct eos_view *v, pid_t pid, uint32_t op)
+{
+	struct eos_opcache_slot *s = &v->opcache[(unsigned)pid % EOS_OPCACHE_SLOTS];
+
+	if (pid <= 0)
+		return;
+	pthread_mutex_lock(&v->opcache_lock);
+	*s = (struct eos_opcache_slot){ .pid = pid,
+					.op = op,
+					.expires_ns = now_ns() + EOS_OPCACHE_TTL_NS };
+	pthread_mutex_unlock(&v->opcache_lock);
+}
+
 uint32_t
 eos_fs_operation(struct eos_view *v, pid_t pid)
 {
@@ -117,10 +161,13 @@ eos_fs_operation(struct eos_view *v, pid_t pid)
 	uint32_t op = 0;
 	bool fresh = false;
 
+	if (opcache_find(v, pid, &op))
+		return op;
 	if (v->resolve && v->resolve(v->resolve_ctx, pid, owner, sizeof(owner)) == 0)
 		who = owner;
 	if (eos_opstable_intern(&v->ops, who, &op, &fresh) < 0)
 		return v->self_op;
+	opcache_put(v, pid, op);
 	if (fresh) {
 		EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
 
@@ -406,7 +453,10 @@ eos_fs_release(struct eos_view *v, struct eos_handle *h)
 		n->opens--;
 	if (h->writer && n->writers > 0 && --n->writers == 0)
 		n->writer_mixed = false;
-	r = eos_delta_flush_node(v, n, false);
+	r = 0;
+	if (v->session && n->flags & EOS_NODE_UPPER &&
+	    n->flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY))
+		eos_flusher_queue(v, n); /* closing costs no store write */
 	if (n->opens == 0 && n->data_fd >= 0) {
 		close(n->data_fd);
 		n->data_fd = -1;

@@ -94,6 +94,22 @@ eos_node_insert(struct eos_view *v, struct eos_node *n)
 	return r < 0 ? r : 0;
 }
 
+struct eos_node *
+eos_node_get_ref(struct eos_view *v, uint64_t ino)
+{
+	struct eos_table_shard *s = shard_of(v, ino);
+	union eos_hashmap_value *slot;
+	struct eos_node *n;
+
+	pthread_mutex_lock(&s->lock);
+	slot = table_find(s, ino);
+	n = slot ? slot->ptr : NULL;
+	if (n)
+		n->nlookup++;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
 void
 eos_node_ref(struct eos_view *v, struct eos_node *n, uint64_t count)
 {

@@ -50,6 +50,7 @@ enum eos_node_flags {
 	EOS_NODE_SUBDIRS = 1 << 8,	/* directory: subdirs is known */
 	EOS_NODE_GONE = 1 << 9,		/* last link removed: record deleted, data file pending */
 	EOS_NODE_PARTIAL = 1 << 10,	/* data file holds only the `present` ranges (partial.c) */
+	EOS_NODE_QUEUED = 1 << 11,	/* waiting for the background flusher (flusher.c) */
 	EOS_NODE_PERSISTED = EOS_NODE_UPPER | EOS_NODE_DATA | EOS_NODE_OPAQUE |
 			     EOS_NODE_META_CHANGED | EOS_NODE_CREATED | EOS_NODE_PARTIAL,
 };
@@ -100,6 +101,27 @@ struct eos_table_shard {
 	struct eos_hashmap ids;	  /* identity key → ino (u64), never removed */
 };
 
+/* The background writer of released files' metadata (flusher.c). */
+struct eos_flusher {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t *inos; /* queued inode numbers */
+	size_t n, cap;
+	bool stop, started;
+};
+
+/* A small cache of pid → operation (file.c): one /proc read per process and second. */
+enum {
+	EOS_OPCACHE_SLOTS = 64,
+	EOS_OPCACHE_TTL_NS = 1000000000
+};
+struct eos_opcache_slot {
+	pid_t pid;
+	uint32_t op;
+	int64_t expires_ns;
+};
+
 struct eos_view {
 	struct eos_store *store;
 	char *sandbox;
@@ -116,9 +138,12 @@ struct eos_view {
 	struct eos_opstable ops; /* operation ids of write logs */
 	pthread_mutex_t links_lock;
 	bool links_loaded;
-	bool no_opendir;	  /* the kernel skips opendir/releasedir (fs/ops.c) */
-	bool writeback;		  /* writeback cache asked for, and granted by the kernel at init */
-	uint32_t self_op;	  /* operation index of the session itself */
+	bool no_opendir;  /* the kernel skips opendir/releasedir (fs/ops.c) */
+	bool writeback;	  /* writeback cache asked for, and granted by the kernel at init */
+	uint32_t self_op; /* operation index of the session itself */
+	struct eos_flusher flusher;
+	pthread_mutex_t opcache_lock;
+	struct eos_opcache_slot opcache[EOS_OPCACHE_SLOTS];
 	struct eos_hashmap links; /* be64 link group → members at the version (links.c) */
 };
 
@@ -140,6 +165,8 @@ void eos_node_free(struct eos_node *n);
 struct eos_node *eos_node_get(struct eos_view *v, uint64_t ino);
 /* Insert n (ino must be free). */
 int eos_node_insert(struct eos_view *v, struct eos_node *n);
+/* The node of ino with one kernel reference added (drop it with eos_node_forget), or NULL. */
+struct eos_node *eos_node_get_ref(struct eos_view *v, uint64_t ino);
 /* Add kernel references to an existing node. */
 void eos_node_ref(struct eos_view *v, struct eos_node *n, uint64_t count);
 /* Drop kernel references; frees lower or unlinked nodes reaching zero. */
@@ -232,6 +259,13 @@ int eos_data_open(struct eos_view *v, struct eos_node *n);
 void eos_data_path(const struct eos_node *n, char *out, size_t size);
 /* Set st_blocks from n's (locked) data file, when it has one. */
 void eos_data_blocks(struct eos_view *v, const struct eos_node *n, struct stat *st);
+
+/* flusher.c */
+int eos_flusher_start(struct eos_view *v);
+/* Stop the thread after writing everything queued. */
+void eos_flusher_stop(struct eos_view *v);
+/* Queue n (locked) to have its record and logs written soon. */
+void eos_flusher_queue(struct eos_view *v, struct eos_node *n);
 
 /* links.c: members of a store hard-link group at the view version (1 when unknown). */
 uint32_t eos_links_count(struct eos_view *v, uint64_t group);

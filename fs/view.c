@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -39,6 +40,7 @@ view_alloc(void)
 	}
 	eos_opstable_init(&v->ops);
 	pthread_mutex_init(&v->links_lock, NULL);
+	pthread_mutex_init(&v->opcache_lock, NULL);
 	atomic_store(&v->next_ino, EOS_ROOT_INO + 1);
 	return v;
 }
@@ -127,13 +129,17 @@ discard_orphans(struct eos_view *v)
 	}
 }
 
-/* Data files no node owns (an unlinked file open when the view stopped) are deleted. */
+/*
+ * Data files no node owns (an unlinked file open when the view stopped) are deleted; the others
+ * give their node its size (the record may be older: sizes are written lazily, flusher.c).
+ */
 static void
 discard_stray_data(struct eos_view *v)
 {
 	int fd = dup(v->data_dirfd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
+	struct stat st;
 
 	if (!d) {
 		if (fd >= 0)
@@ -150,6 +156,8 @@ discard_stray_data(struct eos_view *v)
 		n = eos_node_get(v, ino);
 		if (!n || !(n->flags & EOS_NODE_DATA))
 			unlinkat(v->data_dirfd, e->d_name, 0);
+		else if (fstatat(v->data_dirfd, e->d_name, &st, 0) == 0)
+			n->size = (uint64_t)st.st_size;
 	}
 	closedir(d);
 }
@@ -172,10 +180,14 @@ view_load(struct eos_view *v, const struct eos_view_options *o, struct eos_error
 	v->self_op = eos_fs_operation(v, 0); /* pid 0: no resolver claims it */
 	discard_orphans(v);
 	discard_stray_data(v);
-	if (eos_node_get(v, EOS_ROOT_INO))
-		return 0;
-	r = root_from_lower(v, err);
-	return r ?: root_make_upper(v);
+	if (!eos_node_get(v, EOS_ROOT_INO)) {
+		r = root_from_lower(v, err);
+		r = r ?: root_make_upper(v);
+	}
+	if (r == 0 && eos_flusher_start(v) < 0)
+		r = eos_error_set(err, -EAGAIN, "session '%s': cannot start the flusher",
+				  v->session);
+	return r;
 }
 
 int
@@ -243,6 +255,7 @@ eos_view_close(struct eos_view *v)
 {
 	if (!v)
 		return;
+	eos_flusher_stop(v);
 	if (v->session && eos_node_get(v, EOS_ROOT_INO))
 		eos_view_persist(v, true, NULL);
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
@@ -258,6 +271,7 @@ eos_view_close(struct eos_view *v)
 	eos_opstable_release(&v->ops);
 	eos_hashmap_release(&v->links);
 	pthread_mutex_destroy(&v->links_lock);
+	pthread_mutex_destroy(&v->opcache_lock);
 	if (v->data_dirfd >= 0)
 		close(v->data_dirfd);
 	free(v->data_dir);
