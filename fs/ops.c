@@ -620,8 +620,11 @@ op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
 	conn->want |= conn->capable &
 		      (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
-		       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
-		       FUSE_CAP_PARALLEL_DIROPS);
+		       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_READDIRPLUS | FUSE_CAP_PARALLEL_DIROPS);
+	/* always readdirplus: a listing brings every entry's attributes, so the walk that follows
+	 * (find, git status, make) is answered from the kernel's cache; "auto" lists first without
+	 * them and costs one LOOKUP or GETATTR per entry on the next pass */
+	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
 	if (v->writeback)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
