@@ -1,6 +1,13 @@
-# Benchmarks are not part of `make check`: `make bench` builds and runs them.
-EXTRA_PROGRAMS = bench/store-bench
-EOS_BENCH_BINARIES = bench/store-bench
+# Benchmarks are not part of `make check`: `make bench` builds and runs the store benchmark,
+# `make bench-fs` the filesystem benchmark (bench/README.md).
+EXTRA_PROGRAMS = bench/store-bench bench/fs-files
+EOS_BENCH_BINARIES = bench/store-bench bench/fs-files
 bench_store_bench_SOURCES = bench/store-bench.c
 bench_store_bench_LDADD = $(STORE_LIBS)
+bench_fs_files_SOURCES = bench/fs-files.c
 CLEANFILES += $(EOS_BENCH_BINARIES)
+
+# bench/fs builds tools/eosfs itself (and leaves eos out of the run when it cannot).
+.PHONY: bench-fs
+bench-fs: bench/fs-files tools/eos-store
+	$(SHELL) $(top_srcdir)/bench/fs
