@@ -61,8 +61,9 @@ table_find(struct eos_table_shard *s, uint64_t ino)
 	return eos_hashmap_find(&s->nodes, key, sizeof(key));
 }
 
-struct eos_node *
-eos_node_get(struct eos_view *v, uint64_t ino)
+/* The node of ino, with refs kernel references added under the shard lock. */
+static struct eos_node *
+node_get(struct eos_view *v, uint64_t ino, uint64_t refs)
 {
 	struct eos_table_shard *s = shard_of(v, ino);
 	union eos_hashmap_value *slot;
@@ -71,8 +72,22 @@ eos_node_get(struct eos_view *v, uint64_t ino)
 	pthread_mutex_lock(&s->lock);
 	slot = table_find(s, ino);
 	n = slot ? slot->ptr : NULL;
+	if (n)
+		n->nlookup += refs;
 	pthread_mutex_unlock(&s->lock);
 	return n;
+}
+
+struct eos_node *
+eos_node_get(struct eos_view *v, uint64_t ino)
+{
+	return node_get(v, ino, 0);
+}
+
+struct eos_node *
+eos_node_get_ref(struct eos_view *v, uint64_t ino)
+{
+	return node_get(v, ino, 1);
 }
 
 int
@@ -92,22 +107,6 @@ eos_node_insert(struct eos_view *v, struct eos_node *n)
 		slot->ptr = n;
 	pthread_mutex_unlock(&s->lock);
 	return r < 0 ? r : 0;
-}
-
-struct eos_node *
-eos_node_get_ref(struct eos_view *v, uint64_t ino)
-{
-	struct eos_table_shard *s = shard_of(v, ino);
-	union eos_hashmap_value *slot;
-	struct eos_node *n;
-
-	pthread_mutex_lock(&s->lock);
-	slot = table_find(s, ino);
-	n = slot ? slot->ptr : NULL;
-	if (n)
-		n->nlookup++;
-	pthread_mutex_unlock(&s->lock);
-	return n;
 }
 
 void
