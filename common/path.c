@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include "common/path.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/buf.h"
+#include "common/cleanup.h"
 
 int
 eos_name_check(const char *name, size_t n, struct eos_error *err)
@@ -138,4 +141,22 @@ eos_path_is_below(const char *path, const char *dir)
 	if (n == 0)
 		return true;
 	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+int
+eos_mkdir_parents(const char *path, unsigned mode, bool self)
+{
+	cleanup_free char *p = strdup(path);
+
+	if (!p)
+		return -ENOMEM;
+	for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return eos_neg_errno();
+		*s = '/';
+	}
+	if (self && mkdir(p, mode) < 0 && errno != EEXIST)
+		return eos_neg_errno();
+	return 0;
 }

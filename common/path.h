@@ -42,3 +42,9 @@ int eos_path_join(const char *parent, const char *name, char **ret);
 
 /* True when path equals dir or lies below it ("" contains everything). */
 bool eos_path_is_below(const char *path, const char *dir);
+
+/*
+ * Host directories: create every missing directory above the host path `path` with mode, and
+ * with `self` path itself too (mkdir -p). Existing directories are fine. 0 or -errno.
+ */
+int eos_mkdir_parents(const char *path, unsigned mode, bool self);

@@ -16,6 +16,7 @@
 #include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/endian.h"
+#include "common/path.h"
 
 #include "store/kv.h"
 #include "store/sandbox.h"
@@ -278,26 +279,6 @@ eos_store_session_remove(struct eos_store *st, const char *sandbox, const char *
 	return eos_session_dirs_remove(st, sandbox, name, err);
 }
 
-static int
-mkdir_p(const char *path, struct eos_error *err)
-{
-	cleanup_free char *p = strdup(path);
-
-	if (!p)
-		return eos_error_set(err, -ENOMEM, "out of memory");
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = 0;
-		if (mkdir(p, 0700) < 0 && errno != EEXIST)
-			return eos_error_set(err, eos_neg_errno(), "create directory '%s': %m", p);
-		*s = '/';
-	}
-	if (mkdir(p, 0700) < 0 && errno != EEXIST)
-		return eos_error_set(err, eos_neg_errno(), "create directory '%s': %m", p);
-	return 0;
-}
-
 int
 eos_store_session_dir(struct eos_store *st, const char *sandbox, const char *name, char **ret,
 		      struct eos_error *err)
@@ -310,9 +291,10 @@ eos_store_session_dir(struct eos_store *st, const char *sandbox, const char *nam
 		return r;
 	if (session_dir_path(st, sandbox, name, &dir) < 0)
 		return eos_error_set(err, -ENOMEM, "session '%s': out of memory", name);
-	r = mkdir_p(dir, err);
+	r = eos_mkdir_parents(dir, 0700, true);
 	if (r < 0)
-		return r;
+		return eos_error_set(err, r, "create session directory '%s': %s", dir,
+				     strerror(-r));
 	*ret = TAKE_PTR(dir);
 	return 0;
 }

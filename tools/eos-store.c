@@ -206,23 +206,6 @@ tool_usage(struct tool *t, const char *fmt, ...)
 
 /* --- store location --------------------------------------------------------------------------- */
 
-/* mkdir -p of every directory above path (not path itself). */
-static int
-mkdir_parents(const char *path)
-{
-	cleanup_free char *p = strdup(path);
-
-	if (!p)
-		return -ENOMEM;
-	for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return eos_neg_errno();
-		*s = '/';
-	}
-	return 0;
-}
-
 int
 tool_open(struct tool *t, bool create)
 {
@@ -233,7 +216,7 @@ tool_open(struct tool *t, bool create)
 
 	if (!create && stat(t->store_dir, &sb) < 0 && errno == ENOENT)
 		return tool_failf(t, -ENOENT, "store '%s' does not exist", t->store_dir);
-	if (create && (r = mkdir_parents(t->store_dir)) < 0)
+	if (create && (r = eos_mkdir_parents(t->store_dir, 0755, false)) < 0)
 		return tool_failf(t, r, "create '%s': %s", t->store_dir, strerror(-r));
 	r = eos_store_open(t->store_dir, &opts, &t->st, &err);
 	if (r < 0)
