@@ -16,12 +16,8 @@ enum {
 	CAT_PIECE = 1 << 20, /* bytes per pread */
 };
 
-/* Builds the JSON row of one array item (its typed pointer, passed as const void *). */
-typedef json_t *(*row_fn)(const void *item);
-
-/* A JSON array of row(item) for the n items of size bytes at items; NULL when out of memory. */
-static json_t *
-json_rows(const void *items, size_t n, size_t size, row_fn row)
+json_t *
+tool_json_rows(const void *items, size_t n, size_t size, tool_row_fn row)
 {
 	json_t *rows = json_array();
 
@@ -61,7 +57,7 @@ list_sandboxes(struct tool *t)
 	r = eos_store_sandbox_list(t->st, &sbs, &n, &err);
 	if (r < 0)
 		return tool_fail(t, r, &err);
-	rows = json_rows(sbs, n, sizeof(*sbs), sandbox_row);
+	rows = tool_json_rows(sbs, n, sizeof(*sbs), sandbox_row);
 	if (!rows)
 		return tool_failf(t, -ENOMEM, "out of memory");
 	return tool_output(t, json_pack("{s:O}", "sandboxes", rows), TOOL_RENDER_TABLES);
@@ -375,7 +371,7 @@ tool_cmd_log(struct tool *t, const struct tool_args *a)
 	r = eos_store_layer_list(t->st, sb.id, &layers, &n, &err);
 	if (r < 0)
 		return tool_fail(t, r, &err);
-	rows = json_rows(layers, n, sizeof(*layers), layer_row);
+	rows = tool_json_rows(layers, n, sizeof(*layers), layer_row);
 	if (!rows)
 		return tool_failf(t, -ENOMEM, "out of memory");
 	return tool_output(t,
@@ -411,7 +407,7 @@ tool_cmd_leases(struct tool *t, const struct tool_args *a)
 	r = eos_store_lease_list(t->st, sb.id, &leases, &n, &err);
 	if (r < 0)
 		return tool_fail(t, r, &err);
-	rows = json_rows(leases, n, sizeof(*leases), lease_row);
+	rows = tool_json_rows(leases, n, sizeof(*leases), lease_row);
 	if (!rows)
 		return tool_failf(t, -ENOMEM, "out of memory");
 	return tool_output(t,

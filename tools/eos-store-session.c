@@ -12,8 +12,10 @@
 #include "tools/eos-store.h"
 
 static json_t *
-session_row(const struct eos_session_info *s)
+session_row(const void *item)
 {
+	const struct eos_session_info *s = item;
+
 	return json_pack("{s:o,s:o,s:o}", "name", tool_json_str(s->name), "version",
 			 tool_json_layer(s->version), "created", tool_json_time(s->created_ns));
 }
@@ -22,7 +24,7 @@ int
 tool_cmd_sessions(struct tool *t, const struct tool_args *a)
 {
 	cleanup_free struct eos_session_info *v = NULL;
-	EOS_CLEANUP(json_decrefp) json_t *rows = json_array();
+	EOS_CLEANUP(json_decrefp) json_t *rows = NULL;
 	struct eos_error err = { 0 };
 	struct eos_sandbox_info sb;
 	size_t n = 0;
@@ -33,9 +35,7 @@ tool_cmd_sessions(struct tool *t, const struct tool_args *a)
 	r = eos_store_session_list(t->st, sb.id, &v, &n, &err);
 	if (r < 0)
 		return tool_fail(t, r, &err);
-	for (size_t i = 0; rows && i < n; i++)
-		if (eos_json_push(rows, session_row(&v[i])) < 0)
-			return tool_failf(t, -ENOMEM, "out of memory");
+	rows = tool_json_rows(v, n, sizeof(*v), session_row);
 	if (!rows)
 		return tool_failf(t, -ENOMEM, "out of memory");
 	return tool_output(

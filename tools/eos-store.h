@@ -103,6 +103,10 @@ json_t *tool_json_time(int64_t ns);    /* "2024-05-01T12:00:00Z" */
 json_t *tool_json_layer(uint64_t v);   /* "L000003"; 0 gives null */
 json_t *tool_json_str(const char *s);  /* any bytes, made valid UTF-8 */
 json_t *tool_json_mode(uint32_t mode); /* "0755" */
+/* Builds the JSON row of one array item (its typed pointer, passed as const void *). */
+typedef json_t *(*tool_row_fn)(const void *item);
+/* A JSON array of row(item) for the n items of size bytes at items; NULL when out of memory. */
+json_t *tool_json_rows(const void *items, size_t n, size_t size, tool_row_fn row);
 const char *tool_kind_name(enum eos_kind k);
 const char *tool_content_kind_name(enum eos_content_kind k);
 
