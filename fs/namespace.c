@@ -87,10 +87,8 @@ new_node(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, cons
 
 /* p's times change; its record is written lazily (a crash may lose a directory's mtime). */
 static int
-parent_changed(struct eos_view *v, struct eos_node *p, struct eos_session_batch *b)
+parent_changed(struct eos_node *p)
 {
-	(void)v;
-	(void)b;
 	eos_node_touch(p, true);
 	return 0;
 }
@@ -118,7 +116,7 @@ make_locked(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, c
 	r = eos_node_insert(v, n);
 	r = r ?: eos_delta_put_node(v, n, b);
 	r = r ?: eos_dir_set(v, p, name, n->ino, b);
-	r = r ?: parent_changed(v, p, b);
+	r = r ?: parent_changed(p);
 	if (r < 0)
 		return r; /* n stays in the table; nothing links it */
 	if (dir)
@@ -162,7 +160,7 @@ eos_fs_link(struct eos_view *v, struct eos_node *n, struct eos_node *p, const ch
 		eos_node_touch(n, false);
 		r = eos_delta_put_node(v, n, b);
 		r = r ?: eos_dir_set(v, p, name, n->ino, b);
-		r = r ?: parent_changed(v, p, b);
+		r = r ?: parent_changed(p);
 		r = r ?: eos_delta_commit(v, b, false);
 	}
 	if (r == 0)
@@ -236,7 +234,7 @@ unlink_locked(struct eos_view *v, struct eos_node *p, struct eos_node *c, const 
 	r = r ?: eos_delta_batch(v, &b);
 	r = r ?: eos_dir_drop(v, p, name, b);
 	r = r ?: drop_link(v, c, b);
-	r = r ?: parent_changed(v, p, b);
+	r = r ?: parent_changed(p);
 	if (r < 0)
 		return r;
 	if (dir && p->subdirs > 0)
