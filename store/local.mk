@@ -1,6 +1,6 @@
 noinst_LIBRARIES += store/libeos-store.a
 store_libeos_store_a_CFLAGS = $(AM_CFLAGS) $(ROCKSDB_CFLAGS) $(ZSTD_CFLAGS) $(ARCHIVE_CFLAGS) \
-	$(JANSSON_CFLAGS) $(CRYPTO_CFLAGS)
+	$(JANSSON_CFLAGS) $(CRYPTO_CFLAGS) $(GIT2_CFLAGS)
 store_libeos_store_a_SOURCES = \
 	store/store.h store/store-internal.h store/store.c \
 	store/kv.h store/kv.c \
@@ -17,4 +17,10 @@ store_libeos_store_a_SOURCES = \
 	store/session.c
 # RocksDB is C++: link with the C++ runtime.
 STORE_LIBS = store/libeos-store.a $(COMMON_LIBS) $(ROCKSDB_LIBS) $(ZSTD_LIBS) $(ARCHIVE_LIBS) \
-	$(CRYPTO_LIBS) -lstdc++ -lm
+	$(GIT2_LIBS) $(CRYPTO_LIBS) -lstdc++ -lm
+# The publish gate and what it needs: each part lists its sources in its own fragment.
+include store/publish.mk
+include store/git.mk
+include store/blame.mk
+include store/export.mk
+include store/autosquash.mk

@@ -54,5 +54,11 @@ void eos_store_exclusive_end(struct eos_store *st);
 int eos_session_dirs_remove(struct eos_store *st, const char *sandbox, const char *name,
 			    struct eos_error *err);
 
+/*
+ * A publish made a new layer in sandbox: queue an automatic squash check (store/autosquash.c).
+ * Called outside the writer lock; never blocks.
+ */
+void eos_autosquash_notify(struct eos_store *st, const char *sandbox);
+
 /* Current time in ns since the epoch (CLOCK_REALTIME). */
 int64_t eos_store_now_ns(void);

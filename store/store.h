@@ -100,6 +100,11 @@ struct eos_store_options {
 	unsigned threads;   /* RocksDB background threads; 0 = number of cores */
 	int zstd_level;	    /* 0 = default (3) */
 	bool create;	    /* create the store directory when missing */
+	/*
+	 * Squash a sandbox automatically, in a background thread, once it has more than this many
+	 * layers that neither the head nor a lease needs (0 = never; see eos_store_set_autosquash).
+	 */
+	unsigned squash_threshold;
 };
 
 struct eos_store;
@@ -411,6 +416,206 @@ int eos_session_batch_write(struct eos_session_batch *b, bool sync, struct eos_e
 void eos_session_batch_free(struct eos_session_batch *b);
 EOS_DEFINE_CLEANUP(struct eos_session_batch *, eos_session_batch_free)
 
+/* --- publishing: the optimistic-concurrency gate (doc/publish.md) ----------------------------- */
+
+/*
+ * A publish is one future layer made from changes against a base version. Calling sequence (in
+ * the style of a git ref transaction):
+ *	eos_publish_begin()       sandbox, session (or a plain change set), base version, owner
+ *	eos_publish_put_file() …  stage changes: paths are checked and copied, nothing is read yet
+ *	eos_publish_prepare()     read, hash, chunk, compress and write new content and compute
+ *	                          line ownership against the base, without any store lock
+ *	eos_publish_commit()      under the writer lock: re-read the head, re-check every staged
+ *	                          path against (base, head], merge, then one synced batch, or reject
+ *	eos_publish_free()        always; freeing an uncommitted publish aborts it
+ * Ownership: all arguments are copied; data files named by put_file are read by prepare (and by
+ * commit, for merges) and never modified. Threads: one publish is driven by one thread; any number
+ * of publishes may run at once (their commits serialise on the writer lock, nothing else does).
+ * A session publish that is PUBLISHED also resets the session atomically in the same batch: its
+ * delta records are deleted and its lease moves to the new head (its data directory is emptied
+ * after the batch); a REJECTED or failed one leaves the session exactly as it was.
+ */
+struct eos_publish;
+
+/* Write log: bytes [start, end) of a staged file were last written by operation `owner`. */
+struct eos_write_range {
+	uint64_t start, end;
+	const char *owner; /* "operation:req-91" */
+};
+
+struct eos_publish_options {
+	const char *sandbox;
+	const char *session; /* the workspace session whose delta this is; NULL: a plain change set */
+	uint64_t base;	     /* 0: the session's leased version, or the head for a plain change set */
+	/*
+	 * Owner of the layer and of new lines no write range claims. NULL: "workspace_session:<name>"
+	 * for a session, else "unknown".
+	 */
+	const char *owner;
+};
+
+/* One staged regular file: exactly one of data_path, data (with len) and content is set. */
+struct eos_publish_file {
+	struct eos_attr attr;
+	const char *data_path;		   /* content: the bytes of this host file, or */
+	const void *data;		   /* these len bytes (copied), or */
+	size_t len;
+	const struct eos_content *content; /* content already in the store (unchanged bytes) */
+	const struct eos_write_range *ranges; /* who wrote which bytes of it (copied) */
+	size_t nranges;
+	const char *origin; /* the base path it was renamed from (its line owners carry over), or NULL */
+};
+
+int eos_publish_begin(struct eos_store *st, const struct eos_publish_options *opts,
+		      struct eos_publish **ret, struct eos_error *err);
+/* The base version the staged changes are checked against. */
+uint64_t eos_publish_base(const struct eos_publish *p);
+int eos_publish_put_file(struct eos_publish *p, const char *path, const struct eos_publish_file *f,
+			 struct eos_error *err);
+/* With opaque, the directory replaces whatever was there (hides every older child). */
+int eos_publish_mkdir(struct eos_publish *p, const char *path, const struct eos_attr *attr,
+		      bool opaque, struct eos_error *err);
+int eos_publish_symlink(struct eos_publish *p, const char *path, const struct eos_attr *attr,
+			const char *target, struct eos_error *err);
+/* Make path a hard link of target (staged here or present at the base). */
+int eos_publish_link(struct eos_publish *p, const char *path, const char *target,
+		     struct eos_error *err);
+/* Delete path (a directory with everything below it). */
+int eos_publish_remove(struct eos_publish *p, const char *path, struct eos_error *err);
+/* Change only the attributes of a path present at the base. */
+int eos_publish_set_attr(struct eos_publish *p, const char *path, const struct eos_attr *attr,
+			 struct eos_error *err);
+/* Set (value != NULL) or remove an xattr of a path staged in this publish. */
+int eos_publish_set_xattr(struct eos_publish *p, const char *path, const char *name,
+			  const void *value, size_t len, struct eos_error *err);
+/* Read and store new content, compute line ownership; no lock held. Idempotent. */
+int eos_publish_prepare(struct eos_publish *p, struct eos_error *err);
+
+enum eos_publish_status {
+	EOS_PUBLISH_PUBLISHED = 1, /* one new layer */
+	EOS_PUBLISH_NO_OP = 2,	   /* nothing left to change after resolution: no layer */
+	EOS_PUBLISH_REJECTED = 3,  /* conflicts: nothing written, every conflict listed */
+};
+
+/* Values are reported by name ("content", "binary", …): never rely on the numbers. */
+enum eos_conflict_kind {
+	EOS_CONFLICT_CONTENT = 1,	/* overlapping text edits, or different insertions at a point */
+	EOS_CONFLICT_BINARY,		/* either side binary and the sides differ */
+	EOS_CONFLICT_TOO_LARGE,		/* either side above the text-merge limit and they differ */
+	EOS_CONFLICT_DELETE_MODIFY,	/* the session deleted what the head modified */
+	EOS_CONFLICT_MODIFY_DELETE,	/* the session modified what the head deleted */
+	EOS_CONFLICT_TYPE,		/* file / directory / symlink changed on either side */
+	EOS_CONFLICT_DIRECTORY,		/* the session removed or replaced a directory the head changed
+					 * below (detail names the descendant) */
+	EOS_CONFLICT_PARENT,		/* the head removed or replaced a parent of a session path */
+	EOS_CONFLICT_MODE,		/* both changed the permission bits, differently */
+	EOS_CONFLICT_SYMLINK,		/* both changed a symlink's target, differently */
+};
+const char *eos_conflict_kind_name(enum eos_conflict_kind k);
+
+enum {
+	EOS_FINGERPRINT_MAX = 96, /* "absent", "dir", "file:0644:<sha256 hex>", "symlink:<hex>" */
+	EOS_MERGE_TEXT_MAX = 8 << 20, /* larger files are never merged line by line */
+};
+
+/* A conflicting region of a text file; lines are 1-based, a count of 0 is an insertion point. */
+struct eos_conflict_lines {
+	uint32_t base_start, base_count;
+	uint32_t head_start, head_count;
+	uint32_t session_start, session_count;
+};
+
+struct eos_conflict {
+	char *path;
+	enum eos_conflict_kind kind;
+	char *detail; /* DIRECTORY: the descendant the head changed; PARENT: the parent; else NULL */
+	char base_fp[EOS_FINGERPRINT_MAX], head_fp[EOS_FINGERPRINT_MAX],
+		session_fp[EOS_FINGERPRINT_MAX];
+	struct eos_conflict_lines *lines; /* CONTENT: every conflicting region */
+	size_t nlines;
+	char *message; /* one line naming the path and what happened on each side */
+};
+
+struct eos_publish_result {
+	enum eos_publish_status status;
+	uint64_t base;	  /* the version the changes were made against */
+	uint64_t head;	  /* the head they were checked against */
+	uint64_t version; /* PUBLISHED: the new head; else 0 */
+	char owner[EOS_OWNER_MAX + 1];
+	uint64_t created, modified, deleted, bytes; /* as in the layer record */
+	uint64_t merged;			    /* paths three-way merged with the head */
+	uint64_t staged;			    /* paths staged */
+	int64_t prepare_ns, lock_ns, total_ns;	    /* lock_ns: time under the writer lock */
+	struct eos_conflict *conflicts;		    /* REJECTED: every conflict, by path */
+	size_t nconflicts;
+};
+void eos_publish_result_release(struct eos_publish_result *r);
+
+/*
+ * Prepare (when not done) and commit. Returns 0 with ret->status PUBLISHED, NO_OP or REJECTED, or
+ * a negative errno when the publish could not be decided (I/O, corrupt store, …); in every case
+ * but PUBLISHED nothing was written. A publish is committed once (-EINVAL afterwards).
+ */
+int eos_publish_commit(struct eos_publish *p, struct eos_publish_result *ret,
+		       struct eos_error *err);
+void eos_publish_free(struct eos_publish *p);
+EOS_DEFINE_CLEANUP(struct eos_publish *, eos_publish_free)
+
+/* --- blame: who wrote each line (store/blame.c) ----------------------------------------------- */
+
+#define EOS_OWNER_ORIGINAL "original" /* lines never touched since the import */
+#define EOS_OWNER_UNKNOWN "unknown"   /* lines whose writer cannot be known */
+
+struct eos_blame_range {
+	uint32_t start_line; /* 1-based */
+	uint32_t line_count;
+	const char *owner; /* "original", "unknown", "workspace_session:ws-17", "operation:req-91" */
+};
+
+/*
+ * Line owners of the file at path, version v (0 = head): coalesced ranges covering every line
+ * (none for an empty file; one range for a binary file). Works at every retained version.
+ * -ENOENT for a missing path, -EISDIR / -EINVAL for a directory or symlink. Caller owns *ret: one
+ * allocation, owner strings included (free()).
+ */
+int eos_store_blame(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
+		    struct eos_blame_range **ret, size_t *ret_n, struct eos_error *err);
+
+/* --- export: the published delta between two versions (store/export*.c) ---------------------- */
+
+enum eos_export_format {
+	EOS_EXPORT_DIR = 1,	/* applied onto an existing destination directory */
+	EOS_EXPORT_TAR = 2,	/* OCI layer: deletions as .wh.<name>, opaque dirs as .wh..wh..opq */
+	EOS_EXPORT_TAR_ZST = 3, /* the same, zstd-compressed */
+	EOS_EXPORT_PATCH = 4,	/* unified diff with git's extended headers (git apply) */
+};
+/* "dir", "tar", "tar-zst", "patch"; -EINVAL naming s otherwise. */
+int eos_export_format_parse(const char *s, enum eos_export_format *ret, struct eos_error *err);
+
+struct eos_export_options {
+	const char *sandbox;
+	uint64_t from; /* 0: the oldest retained version (the base) */
+	uint64_t to;   /* 0: the head */
+	enum eos_export_format format;
+	const char *dest; /* DIR: the directory to apply onto; others: the file to create, or NULL: */
+	int fd;		  /* … write the archive or patch to this descriptor */
+};
+
+struct eos_export_result {
+	uint64_t from, to;
+	uint64_t files, dirs, symlinks, deleted, renamed;
+	uint64_t bytes; /* file content bytes written */
+};
+
+/*
+ * Export what changed between from and to. A destination inside the store directory, "/" or the
+ * home directory itself is refused (-EINVAL naming it); symlinks are never followed out of a DIR
+ * destination. A DIR export is applied in a staging directory and renamed into place: an
+ * interrupted export leaves the destination as it was or complete.
+ */
+int eos_store_export(struct eos_store *st, const struct eos_export_options *opts,
+		     struct eos_export_result *ret, struct eos_error *err);
+
 /* --- maintenance ------------------------------------------------------------------------------ */
 
 struct eos_squash_result {
@@ -428,6 +633,15 @@ struct eos_squash_result {
  */
 int eos_store_squash(struct eos_store *st, const char *sandbox, struct eos_squash_result *ret,
 		     struct eos_error *err);
+
+/*
+ * Automatic squash: after each publish, a sandbox with more than threshold layers that neither
+ * the head nor a lease needs is squashed by a background thread (0 turns it off). Publishes are
+ * blocked only while the squash writes its batch.
+ */
+void eos_store_set_autosquash(struct eos_store *st, unsigned threshold);
+/* Wait until no automatic squash is queued or running (tests, shutdown). */
+void eos_store_autosquash_wait(struct eos_store *st);
 
 /* Delete chunks and manifests that no reference count covers (left by aborted stagings). */
 int eos_store_gc(struct eos_store *st, uint64_t *ret_freed, struct eos_error *err);

@@ -85,3 +85,8 @@ TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/fs-lib.sh
 include tests/integration/conformance.mk
 include tests/integration/model.mk
+include tests/unit/publish.mk
+include tests/unit/git.mk
+include tests/unit/blame.mk
+include tests/unit/export.mk
+include tests/integration/publish.mk

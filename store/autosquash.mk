@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+# store/autosquash.c: the automatic squash policy.

@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+# store/blame.c and store/linediff.c: line ownership records.

@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+# store/export*.c: exporting the delta between two versions.
