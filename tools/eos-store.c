@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,13 @@ enum {
 	OPT_VERSION,
 	OPT_THREADS,
 	OPT_QUICK,
+	OPT_SESSION,
+	OPT_PATH,
+	OPT_OPERATION,
+	OPT_FROM,
+	OPT_TO,
+	OPT_FORMAT,
+	OPT_DEST,
 };
 
 /* Every long option; a command gets the common ones plus those its mask allows. */
@@ -78,6 +86,31 @@ static const struct {
 	{ { "version", required_argument, NULL, OPT_VERSION }, TOOL_OPT_VERSION },
 	{ { "threads", required_argument, NULL, OPT_THREADS }, TOOL_OPT_THREADS },
 	{ { "quick", no_argument, NULL, OPT_QUICK }, TOOL_OPT_QUICK },
+	{ { "session", required_argument, NULL, OPT_SESSION }, TOOL_OPT_SESSION },
+	{ { "path", required_argument, NULL, OPT_PATH }, TOOL_OPT_PATH },
+	{ { "operation", required_argument, NULL, OPT_OPERATION }, TOOL_OPT_OPERATION },
+	{ { "from", required_argument, NULL, OPT_FROM }, TOOL_OPT_FROM },
+	{ { "to", required_argument, NULL, OPT_TO }, TOOL_OPT_TO },
+	{ { "format", required_argument, NULL, OPT_FORMAT }, TOOL_OPT_FORMAT },
+	{ { "dest", required_argument, NULL, OPT_DEST }, TOOL_OPT_DEST },
+};
+
+/* Where each string option with an argument is kept in struct tool_args. */
+static const struct {
+	int opt;
+	unsigned mask;
+	size_t offset;
+} string_options[] = {
+	{ OPT_SANDBOX, TOOL_OPT_SANDBOX, offsetof(struct tool_args, sandbox) },
+	{ OPT_VERSION, TOOL_OPT_VERSION, offsetof(struct tool_args, version) },
+	{ OPT_THREADS, TOOL_OPT_THREADS, offsetof(struct tool_args, threads) },
+	{ OPT_SESSION, TOOL_OPT_SESSION, offsetof(struct tool_args, session) },
+	{ OPT_PATH, TOOL_OPT_PATH, offsetof(struct tool_args, path) },
+	{ OPT_OPERATION, TOOL_OPT_OPERATION, offsetof(struct tool_args, operation) },
+	{ OPT_FROM, TOOL_OPT_FROM, offsetof(struct tool_args, from) },
+	{ OPT_TO, TOOL_OPT_TO, offsetof(struct tool_args, to) },
+	{ OPT_FORMAT, TOOL_OPT_FORMAT, offsetof(struct tool_args, format) },
+	{ OPT_DEST, TOOL_OPT_DEST, offsetof(struct tool_args, dest) },
 };
 
 /* --- errors ----------------------------------------------------------------------------------- */
@@ -600,27 +633,19 @@ common_option(struct parse *p, int c, int *status)
 static int
 command_option(struct tool_args *a, int c, unsigned *given)
 {
-	switch (c) {
-	case OPT_SANDBOX:
-		a->sandbox = optarg;
-		*given |= TOOL_OPT_SANDBOX;
-		break;
-	case OPT_VERSION:
-		a->version = optarg;
-		*given |= TOOL_OPT_VERSION;
-		break;
-	case OPT_THREADS:
-		a->threads = optarg;
-		*given |= TOOL_OPT_THREADS;
-		break;
-	case OPT_QUICK:
+	if (c == OPT_QUICK) {
 		a->quick = true;
 		*given |= TOOL_OPT_QUICK;
-		break;
-	default:
-		return TOOL_USAGE;
+		return TOOL_OK;
 	}
-	return TOOL_OK;
+	for (size_t i = 0; i < EOS_ARRAY_SIZE(string_options); i++) {
+		if (string_options[i].opt != c)
+			continue;
+		*(const char **)((char *)a + string_options[i].offset) = optarg;
+		*given |= string_options[i].mask;
+		return TOOL_OK;
+	}
+	return TOOL_USAGE;
 }
 
 /* Fill out with the long options for mask (the common ones always), NULL-terminated. */
@@ -640,8 +665,13 @@ check_args(const struct parse *p, const struct tool_args *a, unsigned given)
 {
 	const struct tool_command *cmd = p->cmd;
 
-	if ((cmd->need & TOOL_OPT_SANDBOX) && !(given & TOOL_OPT_SANDBOX))
-		return usage_error(cmd, "%s needs --sandbox ID", cmd->name);
+	for (size_t i = 0; i < EOS_ARRAY_SIZE(option_table); i++) {
+		unsigned m = option_table[i].mask;
+
+		if ((cmd->need & m) && !(given & m))
+			return usage_error(cmd, "%s needs --%s", cmd->name,
+					   option_table[i].opt.name);
+	}
 	if (a->npos < cmd->min_pos)
 		return usage_error(cmd, "%s: missing argument", cmd->name);
 	if (a->npos > cmd->max_pos)
