@@ -446,7 +446,12 @@ struct eos_write_range {
 struct eos_publish_options {
 	const char *sandbox;
 	const char *session; /* the workspace session whose delta this is; NULL: a plain change set */
-	uint64_t base;	     /* 0: the session's leased version, or the head for a plain change set */
+	/*
+	 * The version the changes were made against. 0: the session's leased version; for a plain
+	 * change set, the head at commit time (blind writes: each replaces what it names, in
+	 * commit order, and nothing is checked).
+	 */
+	uint64_t base;
 	/*
 	 * Owner of the layer and of new lines no write range claims. NULL: "workspace_session:<name>"
 	 * for a session, else "unknown".
