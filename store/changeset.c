@@ -312,6 +312,12 @@ eos_changeset_free(struct eos_changeset *cs)
 	free(cs);
 }
 
+struct eos_op *
+eos_changeset_op(struct eos_changeset *cs, const char *path)
+{
+	return eos_hashmap_get(&cs->paths, path, strlen(path));
+}
+
 int
 eos_changeset_begin_commit(struct eos_changeset *cs, struct eos_error *err)
 {

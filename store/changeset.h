@@ -108,6 +108,7 @@ struct eos_op {
 	bool opaque;		    /* MKDIR */
 	size_t nedits;
 	struct eos_xattr_edit *edits;
+	bool dropped; /* resolved away by the publish gate: not committed */
 };
 
 enum eos_changeset_state {
@@ -155,6 +156,7 @@ struct eos_commit_plan {
 	struct eos_commit_plan *src;	   /* LINK: staged source (never a LINK itself) */
 	const struct eos_entry *src_entry; /* LINK: unstaged source */
 	bool linking, linked;		   /* LINK: resolution in progress / done */
+	bool written;			   /* a record was staged at V (not a no-op) */
 };
 
 /* A link target that is not staged: its record at H, rewritten at V when it gets a group. */
@@ -186,6 +188,22 @@ struct eos_commit {
 };
 
 /* commit.c */
+
+/*
+ * Called by eos_changeset_commit_locked() once the batch holds everything but before it is
+ * written (only when something changes): add more records to cx->batch. Non-zero aborts.
+ */
+typedef int (*eos_commit_hook_fn)(void *ctx, struct eos_commit *cx, struct eos_error *err);
+
+/*
+ * eos_changeset_commit() for a caller that already holds st->write_lock (the publish gate):
+ * hook (may be NULL) adds its records to the same batch.
+ */
+int eos_changeset_commit_locked(struct eos_changeset *cs, uint64_t expected_head,
+				eos_commit_hook_fn hook, void *ctx, struct eos_commit_result *ret,
+				struct eos_error *err);
+/* The staged op of path, or NULL. Only while the change set is open; caller serialises. */
+struct eos_op *eos_changeset_op(struct eos_changeset *cs, const char *path);
 
 /*
  * The entry of path at H seen through this change set's staged ancestors (the path's own op is

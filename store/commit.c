@@ -349,7 +349,7 @@ count_plan(struct eos_commit *cx, const struct eos_commit_plan *p)
 }
 
 static int
-stage_plan(struct eos_commit *cx, const struct eos_commit_plan *p, struct eos_error *err)
+stage_plan(struct eos_commit *cx, struct eos_commit_plan *p, struct eos_error *err)
 {
 	struct eos_entry rec;
 	int r;
@@ -360,6 +360,7 @@ stage_plan(struct eos_commit *cx, const struct eos_commit_plan *p, struct eos_er
 		r = stage_record(cx, p->op->path, &rec);
 		if (r >= 0)
 			count_plan(cx, p);
+		p->written = r >= 0;
 	}
 	eos_entry_release(&rec);
 	if (r < 0)
@@ -526,7 +527,8 @@ read_head(struct eos_commit *cx, uint64_t expected, struct eos_error *err)
 }
 
 static int
-commit_locked(struct eos_commit *cx, uint64_t expected, struct eos_error *err)
+commit_locked(struct eos_commit *cx, uint64_t expected, eos_commit_hook_fn hook, void *ctx,
+	      struct eos_error *err)
 {
 	int r;
 
@@ -550,6 +552,8 @@ commit_locked(struct eos_commit *cx, uint64_t expected, struct eos_error *err)
 	if (r < 0 || !cx->changed)
 		return r;
 	r = stage_rest(cx, err);
+	if (r >= 0 && hook)
+		r = hook(ctx, cx, err);
 	if (r >= 0)
 		r = commit_failpoint("commit.before_write", err);
 	if (r >= 0)
@@ -575,19 +579,20 @@ commit_prepare(struct eos_commit *cx, struct eos_changeset *cs)
 	cx->cs = cs;
 	cx->st = cs->st;
 	cx->sbx = cs->sbx;
-	cx->n = cs->nops;
 	eos_buf_init(&cx->key);
 	eos_buf_init(&cx->val);
 	if (cs->nops > 1)
 		qsort(cs->ops, cs->nops, sizeof(cs->ops[0]), op_cmp);
-	cx->plans = calloc(cx->n ? cx->n : 1, sizeof(*cx->plans));
+	cx->plans = calloc(cs->nops ? cs->nops : 1, sizeof(*cx->plans));
 	if (!cx->plans)
 		return -ENOMEM;
-	for (size_t i = 0; i < cx->n; i++) {
+	for (size_t i = 0; i < cs->nops; i++) {
 		const char *path = cs->ops[i]->path;
 
-		cx->plans[i].op = cs->ops[i];
-		r = eos_hashmap_put(&cx->staged, path, strlen(path), &cx->plans[i]);
+		if (cs->ops[i]->dropped)
+			continue;
+		cx->plans[cx->n].op = cs->ops[i];
+		r = eos_hashmap_put(&cx->staged, path, strlen(path), &cx->plans[cx->n++]);
 		if (r < 0)
 			return r;
 	}
@@ -623,9 +628,11 @@ commit_release(struct eos_commit *cx)
 	eos_buf_release(&cx->val);
 }
 
-int
-eos_changeset_commit(struct eos_changeset *cs, uint64_t expected_head,
-		     struct eos_commit_result *ret, struct eos_error *err)
+/* Commit with st->write_lock held by the caller (locked) or taken here. */
+static int
+changeset_commit(struct eos_changeset *cs, uint64_t expected_head, bool locked,
+		 eos_commit_hook_fn hook, void *ctx, struct eos_commit_result *ret,
+		 struct eos_error *err)
 {
 	struct eos_commit cx = { 0 };
 	int r;
@@ -637,9 +644,11 @@ eos_changeset_commit(struct eos_changeset *cs, uint64_t expected_head,
 	if (r < 0) {
 		eos_error_set(err, r, "commit to '%s': out of memory", cs->sandbox);
 	} else {
-		pthread_mutex_lock(&cs->st->write_lock);
-		r = commit_locked(&cx, expected_head, err);
-		pthread_mutex_unlock(&cs->st->write_lock);
+		if (!locked)
+			pthread_mutex_lock(&cs->st->write_lock);
+		r = commit_locked(&cx, expected_head, hook, ctx, err);
+		if (!locked)
+			pthread_mutex_unlock(&cs->st->write_lock);
 	}
 	if (r >= 0 && cs->new_sandbox)
 		cs->sbx = cx.sbx;
@@ -648,4 +657,19 @@ eos_changeset_commit(struct eos_changeset *cs, uint64_t expected_head,
 		*ret = cx.res;
 	commit_release(&cx);
 	return r < 0 ? r : 0;
+}
+
+int
+eos_changeset_commit(struct eos_changeset *cs, uint64_t expected_head,
+		     struct eos_commit_result *ret, struct eos_error *err)
+{
+	return changeset_commit(cs, expected_head, false, NULL, NULL, ret, err);
+}
+
+int
+eos_changeset_commit_locked(struct eos_changeset *cs, uint64_t expected_head,
+			    eos_commit_hook_fn hook, void *ctx, struct eos_commit_result *ret,
+			    struct eos_error *err)
+{
+	return changeset_commit(cs, expected_head, true, hook, ctx, ret, err);
 }

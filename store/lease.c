@@ -145,6 +145,21 @@ eos_lease_versions(struct eos_store *st, uint64_t sbx, uint64_t **ret, size_t *r
 	return 0;
 }
 
+int
+eos_lease_stage(struct eos_kv_batch *b, uint64_t sbx, const char *name, uint64_t v)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf key = { 0 };
+	uint8_t val[LEASE_VALUE_LEN];
+	int r = lease_key(&key, sbx, name);
+
+	if (r < 0)
+		return r;
+	eos_put_le64(val, v);
+	eos_put_le64(val + 8, (uint64_t)eos_store_now_ns());
+	eos_kv_batch_put(b, EOS_CF_META, key.data, key.len, val, sizeof(val));
+	return 0;
+}
+
 /* --- public API ------------------------------------------------------------------------------- */
 
 static int

@@ -262,6 +262,30 @@ records_delete(struct eos_store *st, uint64_t sbx, const char *name, struct eos_
 }
 
 int
+eos_session_stage_reset(struct eos_kv_batch *b, uint64_t sbx, const char *name, uint64_t v,
+			int64_t created_ns)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf lo = { 0 }, hi = { 0 }, val = { 0 };
+	char lease[EOS_LEASE_NAME_MAX + 1];
+	int r = session_key(&lo, sbx, name, TAG_DELTA);
+
+	r = r ?: session_key(&hi, sbx, name, TAG_DELTA + 1);
+	r = r ?: lease_name(name, lease, sizeof(lease));
+	if (r < 0)
+		return r;
+	eos_kv_batch_delete_range(b, EOS_CF_SESSION, lo.data, lo.len, hi.data, hi.len);
+	eos_buf_truncate(&lo, 0);
+	r = session_key(&lo, sbx, name, TAG_RECORD);
+	r = r ?: eos_buf_append_u8(&val, RECORD_FORMAT);
+	r = r ?: eos_buf_append_le64(&val, v);
+	r = r ?: eos_buf_append_le64(&val, (uint64_t)created_ns);
+	if (r < 0)
+		return r;
+	eos_kv_batch_put(b, EOS_CF_SESSION, lo.data, lo.len, val.data, val.len);
+	return eos_lease_stage(b, sbx, lease, v);
+}
+
+int
 eos_store_session_remove(struct eos_store *st, const char *sandbox, const char *name,
 			 struct eos_error *err)
 {

@@ -54,6 +54,15 @@ void eos_store_exclusive_end(struct eos_store *st);
 int eos_session_dirs_remove(struct eos_store *st, const char *sandbox, const char *name,
 			    struct eos_error *err);
 
+/* Stage lease name of sbx on version v into b (the caller holds st->write_lock). */
+int eos_lease_stage(struct eos_kv_batch *b, uint64_t sbx, const char *name, uint64_t v);
+/*
+ * Stage the reset of session name after its delta was published as version v: its delta
+ * records deleted, its record and lease ("session:<name>") moved to v. 0 or -ENOMEM.
+ */
+int eos_session_stage_reset(struct eos_kv_batch *b, uint64_t sbx, const char *name, uint64_t v,
+			    int64_t created_ns);
+
 /*
  * A publish made a new layer in sandbox: queue an automatic squash check (store/autosquash.c).
  * Called outside the writer lock; never blocks.
