@@ -46,6 +46,8 @@ static const struct tool_command commands[] = {
 	  "delta --sandbox ID SESSION", "list a session's changes and who wrote them" },
 	{ "rm-session", tool_cmd_rm_session, TOOL_OPT_SANDBOX, TOOL_OPT_SANDBOX, 1, 1,
 	  "rm-session --sandbox ID SESSION", "delete a session and its changes" },
+	{ "blame", tool_cmd_blame, TOOL_OPT_SANDBOX | TOOL_OPT_VERSION, TOOL_OPT_SANDBOX, 1, 1,
+	  "blame --sandbox ID [--version L] PATH", "show who wrote each line of a file" },
 	{ "squash", tool_cmd_squash, TOOL_OPT_SANDBOX, TOOL_OPT_SANDBOX, 0, 0,
 	  "squash --sandbox ID", "fold the layers no lease and not the head needs" },
 	{ "gc", tool_cmd_gc, 0, 0, 0, 0, "gc", "delete unreferenced chunks" },

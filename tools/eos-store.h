@@ -129,6 +129,7 @@ int tool_cmd_import(struct tool *t, const struct tool_args *a);
 int tool_cmd_ls(struct tool *t, const struct tool_args *a);
 int tool_cmd_cat(struct tool *t, const struct tool_args *a);
 int tool_cmd_stat(struct tool *t, const struct tool_args *a);
+int tool_cmd_blame(struct tool *t, const struct tool_args *a);
 int tool_cmd_log(struct tool *t, const struct tool_args *a);
 int tool_cmd_lease(struct tool *t, const struct tool_args *a);
 int tool_cmd_unlease(struct tool *t, const struct tool_args *a);
