@@ -142,3 +142,16 @@ struct eos_delta_entry {
  */
 typedef int (*eos_delta_fn)(void *ctx, const struct eos_delta_entry *e);
 int eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_error *err);
+
+/* --- publishing a session (fs/publish.c) ------------------------------------------------------ */
+
+/*
+ * Publish the delta of session `session` of sandbox through the store's publish gate
+ * (eos_publish_*): walk its changes, stage them (files with their write logs, renames with their
+ * origin, hard links as links), prepare and commit. The session must not be mounted by this
+ * process (the caller closes its view first). owner NULL: "workspace_session:<session>". Returns
+ * as eos_publish_commit(); ret is released by the caller (eos_publish_result_release()).
+ * Special files (fifos) in the delta are refused naming the path.
+ */
+int eos_view_publish(struct eos_store *st, const char *sandbox, const char *session,
+		     const char *owner, struct eos_publish_result *ret, struct eos_error *err);
