@@ -126,6 +126,8 @@ const char *tool_content_kind_name(enum eos_content_kind k);
 /* --- commands --------------------------------------------------------------------------------- */
 
 int tool_cmd_import(struct tool *t, const struct tool_args *a);
+int tool_cmd_publish(struct tool *t, const struct tool_args *a);
+int tool_cmd_write(struct tool *t, const struct tool_args *a);
 int tool_cmd_ls(struct tool *t, const struct tool_args *a);
 int tool_cmd_cat(struct tool *t, const struct tool_args *a);
 int tool_cmd_stat(struct tool *t, const struct tool_args *a);

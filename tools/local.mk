@@ -8,4 +8,5 @@ bin_PROGRAMS += tools/eosfs
 tools_eosfs_SOURCES = tools/eosfs.c
 tools_eosfs_CFLAGS = $(AM_CFLAGS)
 tools_eosfs_LDADD = $(FS_LIBS)
+tools_eos_store_SOURCES += tools/eos-store-publish.c
 tools_eos_store_SOURCES += tools/eos-store-blame.c
