@@ -108,7 +108,51 @@ struct node_copy {
 	char *lower; /* n's origin, for its children's "expected" */
 	struct eos_content content;
 	struct eos_delta_range *ranges;
+	struct eos_delta_xattr *xattrs;
+	size_t nxattrs;
 };
+
+static void
+node_copy_free(struct node_copy *nc)
+{
+	if (!nc)
+		return;
+	free(nc->target);
+	free(nc->origin);
+	free(nc->lower);
+	free(nc->ranges);
+	for (size_t i = 0; i < nc->nxattrs; i++) {
+		free((char *)nc->xattrs[i].name);
+		free((void *)nc->xattrs[i].value);
+	}
+	free(nc->xattrs);
+	free(nc);
+}
+
+/* Copy n's xattrs (n locked; loaded from the store first for a lower node). */
+static int
+copy_xattrs(struct capture *c, struct eos_node *n, struct node_copy *out)
+{
+	int r = eos_xattr_load(c->v, n);
+
+	if (r < 0 || !n->nxattrs)
+		return r;
+	out->xattrs = calloc(n->nxattrs, sizeof(*out->xattrs));
+	if (!out->xattrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n->nxattrs; i++) {
+		void *value = malloc(n->xattrs[i].len ? n->xattrs[i].len : 1);
+		char *name = strdup(n->xattrs[i].name);
+
+		out->xattrs[out->nxattrs++] = (struct eos_delta_xattr){ .name = name,
+									.value = value,
+									.len = n->xattrs[i].len };
+		if (!name || !value)
+			return -ENOMEM;
+		memcpy(value, n->xattrs[i].value, n->xattrs[i].len);
+	}
+	return 0;
+}
 
 static int
 copy_node(struct capture *c, struct eos_node *n, const char *path, const char *expected,
@@ -153,11 +197,14 @@ copy_node(struct capture *c, struct eos_node *n, const char *path, const char *e
 							   .owner = eos_opstable_name(
 								   &c->v->ops, n->log.v[i].op) };
 	e->nranges = out->ranges ? n->log.n : 0;
+	r = out->ranges ? copy_xattrs(c, n, out) : -ENOMEM;
 	pthread_mutex_unlock(&n->lock);
 	e->ranges = out->ranges;
 	e->target = out->target;
 	e->origin = out->origin;
-	return out->ranges ? 0 : -ENOMEM;
+	e->xattrs = out->xattrs;
+	e->nxattrs = out->nxattrs;
+	return r;
 }
 
 static int walk(struct capture *c, struct eos_node *p, const char *dir, const char *origin);
@@ -176,13 +223,7 @@ emit_node(struct capture *c, struct eos_node *n, const char *path, const char *e
 		r = c->fn(c->ctx, &nc->e);
 	if (r == 0 && eos_node_is_dir(n))
 		r = walk(c, n, path, nc->lower);
-	if (nc) {
-		free(nc->target);
-		free(nc->origin);
-		free(nc->lower);
-		free(nc->ranges);
-		free(nc);
-	}
+	node_copy_free(nc);
 	return r;
 }
 

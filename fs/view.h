@@ -115,6 +115,13 @@ struct eos_delta_range {
 	const char *owner;
 };
 
+/* One extended attribute of a delta entry. */
+struct eos_delta_xattr {
+	const char *name;
+	const void *value;
+	size_t len;
+};
+
 struct eos_delta_entry {
 	const char *path;
 	enum eos_delta_change change;
@@ -133,6 +140,8 @@ struct eos_delta_entry {
 	const char *target; /* symlinks */
 	const char *origin; /* the lower path this entry came from, when not `path` (renamed itself
 			     * or with an ancestor), else NULL */
+	const struct eos_delta_xattr *xattrs; /* every xattr it has now (not for DELETE) */
+	size_t nxattrs;
 };
 
 /*
