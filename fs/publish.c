@@ -3,18 +3,30 @@
  * eos_view_publish: a session's delta (eos_view_delta) staged into the store's publish gate.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/hashmap.h"
 
 #include "fs/view.h"
 
+struct moved_dir {
+	char *path, *origin;
+};
+
 struct stage_ctx {
+	struct eos_store *st;
+	const char *sandbox;
 	struct eos_publish *p;
 	struct eos_hashmap links; /* node -> first path staged for it (malloc'd) */
+	struct eos_hashmap paths; /* every path the delta names */
+	struct moved_dir *moved;  /* directories whose lower children must follow them */
+	size_t nmoved, cap;
+	const struct eos_delta_entry *moved_entry; /* stage_xattrs' entry */
 	struct eos_error *err;
 	int r;
 };
@@ -72,13 +84,43 @@ stage_file(struct stage_ctx *c, const struct eos_delta_entry *e)
 }
 
 static int
+remember_moved(struct stage_ctx *c, const struct eos_delta_entry *e)
+{
+	struct moved_dir *m;
+
+	if (eos_buf_array_reserve(&c->moved, &c->cap, c->nmoved, sizeof(*c->moved), 8) < 0)
+		return eos_error_set(c->err, -ENOMEM, "publish: out of memory");
+	m = &c->moved[c->nmoved];
+	m->path = strdup(e->path);
+	m->origin = strdup(e->origin);
+	if (!m->path || !m->origin) {
+		free(m->path);
+		free(m->origin);
+		return eos_error_set(c->err, -ENOMEM, "publish: out of memory");
+	}
+	c->nmoved++;
+	return 0;
+}
+
+static int
+stage_dir(struct stage_ctx *c, const struct eos_delta_entry *e)
+{
+	struct eos_attr attr = entry_attr(e);
+	int r = eos_publish_mkdir(c->p, e->path, &attr, e->opaque || e->origin, c->err);
+
+	if (r >= 0 && e->origin && !e->opaque)
+		r = remember_moved(c, e);
+	return r;
+}
+
+static int
 stage_put(struct stage_ctx *c, const struct eos_delta_entry *e)
 {
 	struct eos_attr attr = entry_attr(e);
 
 	switch (e->mode & S_IFMT) {
 	case S_IFDIR:
-		return eos_publish_mkdir(c->p, e->path, &attr, e->opaque, c->err);
+		return stage_dir(c, e);
 	case S_IFLNK:
 		return eos_publish_symlink(c->p, e->path, &attr, e->target, c->err);
 	case S_IFREG:
@@ -89,35 +131,183 @@ stage_put(struct stage_ctx *c, const struct eos_delta_entry *e)
 			     e->mode);
 }
 
+/* Names of the xattrs path has at the base, to remove those the session dropped. */
+static int
+drop_one(void *ctx, const char *name, const void *value, size_t len)
+{
+	struct stage_ctx *c = ctx;
+	const struct eos_delta_entry *e = c->moved_entry;
+
+	(void)value;
+	(void)len;
+	for (size_t i = 0; i < e->nxattrs; i++)
+		if (!strcmp(e->xattrs[i].name, name))
+			return 0;
+	c->r = eos_publish_set_xattr(c->p, e->path, name, NULL, 0, c->err);
+	return c->r < 0 ? 1 : 0;
+}
+
+/* The entry's xattrs: all set; for an attribute change also the base's dropped ones removed. */
+static int
+stage_xattrs(struct stage_ctx *c, const struct eos_delta_entry *e, bool keeps_base)
+{
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < e->nxattrs; i++)
+		r = eos_publish_set_xattr(c->p, e->path, e->xattrs[i].name, e->xattrs[i].value,
+					  e->xattrs[i].len, c->err);
+	if (r < 0 || !keeps_base)
+		return r;
+	c->moved_entry = e;
+	c->r = 0;
+	r = eos_store_xattrs(c->st, c->sandbox, eos_publish_base(c->p), e->path, drop_one, c,
+			     c->err);
+	return c->r < 0 ? c->r : r < 0 ? r : 0;
+}
+
 static int
 stage_one(void *ctx, const struct eos_delta_entry *e)
 {
 	struct stage_ctx *c = ctx;
 	struct eos_attr attr = entry_attr(e);
+	enum eos_delta_change change = e->change;
+	int r = eos_hashmap_put(&c->paths, e->path, strlen(e->path), NULL);
 
-	switch (e->change) {
+	if (r < 0) {
+		c->r = eos_error_set(c->err, r, "publish: out of memory");
+		return 1;
+	}
+	/* moved with an ancestor: it does not exist at its new path yet */
+	if (e->origin && (change == EOS_DELTA_ATTR || change == EOS_DELTA_DIR))
+		change = EOS_DELTA_PUT;
+	switch (change) {
 	case EOS_DELTA_DELETE:
-		c->r = eos_publish_remove(c->p, e->path, c->err);
+		r = eos_publish_remove(c->p, e->path, c->err);
 		break;
 	case EOS_DELTA_PUT:
-		c->r = stage_put(c, e);
+		r = stage_put(c, e);
+		r = r ?: stage_xattrs(c, e, false);
 		break;
 	case EOS_DELTA_ATTR:
-		c->r = eos_publish_set_attr(c->p, e->path, &attr, c->err);
+		r = eos_publish_set_attr(c->p, e->path, &attr, c->err);
+		r = r ?: stage_xattrs(c, e, true);
 		break;
 	case EOS_DELTA_DIR:
-		c->r = 0;
+		r = 0;
 		break;
 	}
-	return c->r < 0 ? 1 : 0;
+	c->r = r;
+	return r < 0 ? 1 : 0;
+}
+
+/* --- lower children of moved directories ------------------------------------------------------ */
+
+static int copy_tree(struct stage_ctx *c, const char *path, const char *origin);
+
+struct copy_ctx {
+	struct stage_ctx *c;
+	const char *path, *origin;
+};
+
+static int
+copy_xattr_one(void *ctx, const char *name, const void *value, size_t len)
+{
+	struct copy_ctx *k = ctx;
+
+	k->c->r = eos_publish_set_xattr(k->c->p, k->path, name, value, len, k->c->err);
+	return k->c->r < 0 ? 1 : 0;
+}
+
+/* Stage one lower child (its stat st, at base path from) at path to. */
+static int
+copy_child(struct stage_ctx *c, const char *to, const char *from, const struct eos_stat *st)
+{
+	struct eos_publish_file f = { .attr = st->attr, .content = &st->content, .origin = from };
+	cleanup_free char *target = NULL;
+	struct copy_ctx k = { .c = c, .path = to, .origin = from };
+	uint64_t base = eos_publish_base(c->p);
+	int r = 0;
+
+	switch (st->kind) {
+	case EOS_KIND_DIR:
+		r = eos_publish_mkdir(c->p, to, &st->attr, true, c->err);
+		r = r ?: copy_tree(c, to, from);
+		break;
+	case EOS_KIND_SYMLINK:
+		r = eos_store_readlink(c->st, c->sandbox, base, from, &target, c->err);
+		r = r ?: eos_publish_symlink(c->p, to, &st->attr, target, c->err);
+		break;
+	case EOS_KIND_FILE:
+		r = eos_publish_put_file(c->p, to, &f, c->err);
+		break;
+	case EOS_KIND_NONE:
+	case EOS_KIND_WHITEOUT:
+		return 0;
+	}
+	if (r < 0 || !st->nxattrs)
+		return r;
+	c->r = 0;
+	r = eos_store_xattrs(c->st, c->sandbox, base, from, copy_xattr_one, &k, c->err);
+	return c->r < 0 ? c->r : r < 0 ? r : 0;
+}
+
+static int
+copy_one(void *ctx, const char *name, const struct eos_stat *st)
+{
+	struct copy_ctx *k = ctx;
+	cleanup_free char *to = NULL, *from = NULL;
+	int r;
+
+	if (asprintf(&to, "%s/%s", k->path, name) < 0 ||
+	    asprintf(&from, "%s%s%s", k->origin, *k->origin ? "/" : "", name) < 0) {
+		k->c->r = eos_error_set(k->c->err, -ENOMEM, "publish: out of memory");
+		return 1;
+	}
+	/* the session's own entries below a moved directory replace the lower ones */
+	if (eos_hashmap_find(&k->c->paths, to, strlen(to)))
+		return 0;
+	r = copy_child(k->c, to, from, st);
+	k->c->r = r;
+	return r < 0 ? 1 : 0;
+}
+
+/* Stage every lower child of origin (at the base) that the delta does not name, under path. */
+static int
+copy_tree(struct stage_ctx *c, const char *path, const char *origin)
+{
+	struct copy_ctx k = { .c = c, .path = path, .origin = origin };
+	int r;
+
+	c->r = 0;
+	r = eos_store_readdir(c->st, c->sandbox, eos_publish_base(c->p), origin, NULL, copy_one, &k,
+			      c->err);
+	if (c->r < 0)
+		return c->r;
+	return r < 0 ? r : 0;
+}
+
+static int
+copy_moved(struct stage_ctx *c)
+{
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < c->nmoved; i++)
+		r = copy_tree(c, c->moved[i].path, c->moved[i].origin);
+	return r;
 }
 
 static void
-links_release(struct eos_hashmap *m)
+stage_ctx_release(struct stage_ctx *c)
 {
-	for (struct eos_hashmap_iter it = { 0 }; eos_hashmap_next(m, &it);)
+	for (struct eos_hashmap_iter it = { 0 }; eos_hashmap_next(&c->links, &it);)
 		free(it.value->ptr);
-	eos_hashmap_release(m);
+	eos_hashmap_release(&c->links);
+	eos_hashmap_release(&c->paths);
+	for (size_t i = 0; i < c->nmoved; i++) {
+		free(c->moved[i].path);
+		free(c->moved[i].origin);
+	}
+	free(c->moved);
 }
 
 /* Open the session's view (not mounted) and stage its delta into p. */
@@ -127,7 +317,7 @@ stage_delta(struct eos_store *st, const char *sandbox, const char *session, stru
 {
 	struct eos_view_options o = { .store = st, .sandbox = sandbox, .session = session };
 	EOS_CLEANUP(eos_view_closep) struct eos_view *v = NULL;
-	struct stage_ctx c = { .p = p, .err = err };
+	struct stage_ctx c = { .st = st, .sandbox = sandbox, .p = p, .err = err };
 	int r = eos_view_open(&o, &v, err);
 
 	if (r < 0)
@@ -136,9 +326,11 @@ stage_delta(struct eos_store *st, const char *sandbox, const char *session, stru
 		return eos_error_set(err, -ESTALE, "session '%s' moved while being published",
 				     session);
 	r = eos_view_delta(v, stage_one, &c, err);
-	links_release(&c.links);
 	if (c.r < 0)
-		return c.r;
+		r = c.r;
+	if (r >= 0)
+		r = copy_moved(&c);
+	stage_ctx_release(&c);
 	return r < 0 ? r : 0;
 }
 
