@@ -264,12 +264,6 @@ check_subtree(struct eos_pub_check *c, struct eos_pub_op *op, bool *ret_conflict
 	int r;
 
 	*ret_conflict = false;
-	if (!op->base_found || op->base.st.kind != EOS_KIND_DIR)
-		return 0;
-	if (op->kind == EOS_PUB_MKDIR && !op->opaque)
-		return 0;
-	if (op->kind == EOS_PUB_ATTR)
-		return 0;
 	r = changed_below(c, op->path, &found, err);
 	if (r < 0 || !found)
 		return r;
@@ -419,23 +413,35 @@ check_deleted(struct eos_pub_check *c, struct eos_pub_op *op)
 				kind_word(op->base.st.kind));
 }
 
+/* Whether op removes or replaces a directory of the base (its subtree must be unchanged). */
+static bool
+replaces_dir(const struct eos_pub_op *op)
+{
+	if (!op->base_found || op->base.st.kind != EOS_KIND_DIR || op->kind == EOS_PUB_ATTR)
+		return false;
+	return op->kind != EOS_PUB_MKDIR || op->opaque;
+}
+
 int
 eos_pub_check_op(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_error *err)
 {
 	bool unchanged = op->base_found == op->head_found &&
 			 (!op->base_found || op->base.st.version == op->head.st.version);
 	bool skip = false, conflict;
-	int r = ignored(c, op, &skip, err);
+	int r;
 
+	if (!replaces_dir(op) && unchanged)
+		return op->base_found		    ? take(op)
+		       : op->kind == EOS_PUB_REMOVE ? (drop(c, op), 0)
+						    : check_parent(c, op, err);
+	r = ignored(c, op, &skip, err);
 	if (r < 0)
 		return r;
-	if (!skip) {
+	if (!skip && replaces_dir(op)) {
 		r = check_subtree(c, op, &conflict, err);
 		if (r < 0 || conflict)
 			return r;
 	}
-	if (!op->base_found && !op->head_found)
-		return op->kind == EOS_PUB_REMOVE ? (drop(c, op), 0) : check_parent(c, op, err);
 	if (unchanged || (skip && (op->head_found || op->kind == EOS_PUB_REMOVE)))
 		return take(op);
 	if (!op->head_found)
