@@ -92,6 +92,18 @@ result_json(const char *sandbox, const char *session, const struct eos_publish_r
 	return doc;
 }
 
+static void
+print_conflict(const struct eos_conflict *k)
+{
+	fprintf(stderr, "  %s: %s\n", eos_conflict_kind_name(k->kind),
+		k->message ? k->message : k->path);
+	for (size_t i = 0; i < k->nlines; i++)
+		fprintf(stderr, "    lines: base %u+%u, head %u+%u, session %u+%u\n",
+			k->lines[i].base_start, k->lines[i].base_count, k->lines[i].head_start,
+			k->lines[i].head_count, k->lines[i].session_start,
+			k->lines[i].session_count);
+}
+
 /* A rejection: the conflicts on stderr, the error envelope (details = the result) with --json. */
 static int
 report_rejected(struct tool *t, json_t *doc, const struct eos_publish_result *r)
@@ -103,8 +115,7 @@ report_rejected(struct tool *t, json_t *doc, const struct eos_publish_result *r)
 		 r->nconflicts, r->nconflicts == 1 ? "" : "s");
 	fprintf(stderr, "eos-store: %s\n", err.msg);
 	for (size_t i = 0; i < r->nconflicts; i++)
-		fprintf(stderr, "  %s: %s\n", eos_conflict_kind_name(r->conflicts[i].kind),
-			r->conflicts[i].message ? r->conflicts[i].message : r->conflicts[i].path);
+		print_conflict(&r->conflicts[i]);
 	if (t->json) {
 		env = json_pack("{s:{s:s,s:s,s:O}}", "error", "kind", "conflict", "message",
 				err.msg, "details", doc);
