@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +15,7 @@
 #include "common/cleanup.h"
 
 #include "store/publish.h"
+#include "store/sandbox.h"
 #include "store/store-internal.h"
 
 static int64_t
@@ -173,6 +175,69 @@ prepare_op(struct eos_publish *p, struct eos_pub_op *op, uint64_t v, struct eos_
 	return prepare_blame(p, op, v, data, len, err);
 }
 
+enum {
+	PARALLEL_MIN_OPS = 32, /* below this, threads cost more than they save */
+	PARALLEL_MAX = 8,
+};
+
+/* Ops are handed out one at a time from a shared cursor; the first failure stops everyone. */
+struct worker_pool {
+	struct eos_publish *p;
+	uint64_t v;
+	pthread_mutex_t lock;
+	size_t next;
+	int r;
+	struct eos_error err;
+};
+
+static void *
+worker(void *arg)
+{
+	struct worker_pool *w = arg;
+	struct eos_error err = { 0 };
+
+	for (;;) {
+		size_t i;
+		int r;
+
+		pthread_mutex_lock(&w->lock);
+		i = w->r < 0 ? w->p->nops : w->next++;
+		pthread_mutex_unlock(&w->lock);
+		if (i >= w->p->nops)
+			return NULL;
+		r = prepare_op(w->p, w->p->ops[i], w->v, &err);
+		if (r < 0) {
+			pthread_mutex_lock(&w->lock);
+			if (w->r >= 0) {
+				w->r = r;
+				w->err = err;
+			}
+			pthread_mutex_unlock(&w->lock);
+		}
+	}
+}
+
+/* Prepare every op on up to PARALLEL_MAX threads (the calling one included). */
+static int
+prepare_ops(struct eos_publish *p, uint64_t v, struct eos_error *err)
+{
+	struct worker_pool w = { .p = p, .v = v, .lock = PTHREAD_MUTEX_INITIALIZER };
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t n = p->nops < PARALLEL_MIN_OPS ? 1 : (size_t)(cpus > 0 ? cpus : 1);
+	pthread_t threads[PARALLEL_MAX];
+	size_t started = 0;
+
+	n = n > PARALLEL_MAX ? PARALLEL_MAX : n;
+	while (started + 1 < n && pthread_create(&threads[started], NULL, worker, &w) == 0)
+		started++;
+	worker(&w);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	if (w.r < 0 && err)
+		*err = w.err;
+	return w.r < 0 ? w.r : 0;
+}
+
 int
 eos_pub_prepare(struct eos_publish *p, struct eos_error *err)
 {
@@ -182,8 +247,7 @@ eos_pub_prepare(struct eos_publish *p, struct eos_error *err)
 
 	if (p->blind)
 		r = eos_sandbox_head(p->st, p->sbx, &v, err);
-	for (size_t i = 0; r >= 0 && i < p->nops; i++)
-		r = prepare_op(p, p->ops[i], v, err);
+	r = r ?: prepare_ops(p, v, err);
 	if (r < 0)
 		return r;
 	p->prepared = true;
