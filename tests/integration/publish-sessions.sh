@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Publishing sessions through the real filesystem (TAP): two processes with EOS_OPERATION=op-a
+# and op-b write different lines of one file in a mounted session, a third saves another file
+# editor-style (temp file renamed over it); `eos-store publish` is refused while eosfs holds the
+# store (naming its pid), then publishes one layer after the unmount, and `eos-store blame` shows
+# each operation on the lines it wrote. `eos-store write` publishes one layer owned by its
+# operation. Two sessions merging and a third rejected (JSON error of kind "conflict" listing the
+# conflicts, exit status non-zero), retained, fixed and published on retry. As root the whole
+# script runs again as the unprivileged user (like fs-sessions.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/fs-lib.sh"
+
+require_eos_store
+tap_tmpdir
+fs_require
+
+S=$T/store
+M=$T/mnt
+
+setup() {
+	mkdir -p "$T/base/src" "$M"
+	printf 'one\ntwo\n' >"$T/base/src/f.txt"
+	printf 'a\nb\nc\n' >"$T/base/edit.txt"
+	printf 'keep\n' >"$T/base/keep.txt"
+	fs_import "$S" sb "$T/base" || bail_out "import failed"
+}
+
+# Owner of line $2 of path $1 at the head, from eos-store blame --json.
+owner_of_line() {
+	eos_store --store "$S" --json blame --sandbox sb "$1" | json_get "
+[r['owner'] for r in d['ranges'] if r['start_line'] <= $2 < r['start_line'] + r['line_count']][0]"
+}
+
+# Number of retained layers.
+layer_count() {
+	eos_store --store "$S" --json log --sandbox sb | json_get 'len(d["layers"])'
+}
+
+# Field $1 of the JSON document in $out.
+out_field() {
+	json_get "$1" <<<"$out"
+}
+
+test_write_log_provenance() {
+	fs_mount "$M" "$S" sb p || bail_out "mount of session p failed"
+	EOS_OPERATION=op-a sh -c "printf 'l1\nl2\nl3\nl4\n' >'$M/new.txt'"
+	EOS_OPERATION=op-b sh -c \
+		"printf 'L3\n' | dd of='$M/new.txt' bs=1 seek=6 conv=notrunc status=none"
+	EOS_OPERATION=op-c sh -c "printf 'a\nB\nc\n' >'$M/.edit.txt.tmp' &&
+		mv '$M/.edit.txt.tmp' '$M/edit.txt'"
+	check "the session sees both writes" test "$(cat "$M/new.txt")" = $'l1\nl2\nL3\nl4'
+	run eos_store --store "$S" --json publish --sandbox sb --session p
+	if [[ $rc != 0 && $err == *"pid $(cat "$M.pid")"* ]]; then
+		ok "publish is refused while eosfs holds the store, naming its pid"
+	else
+		not_ok "publish is refused while eosfs holds the store, naming its pid"
+		show_run
+	fi
+	check "the refusal is a JSON error" test "$(out_field 'd["error"]["kind"]')" = busy
+	check "unmount p" fs_umount "$M"
+}
+
+test_publish_session() {
+	local layers
+	layers=$(layer_count)
+	run eos_store --store "$S" --json publish --sandbox sb --session p
+	expect_rc 0 "publish of session p succeeds after the unmount"
+	check "the publish reports status published" test "$(out_field 'd["status"]')" = published
+	check "the layer belongs to the session" \
+		test "$(out_field 'd["owner"]')" = workspace_session:p
+	check "exactly one layer was added" test "$(layer_count)" = $((layers + 1))
+	run eos_store --store "$S" cat --sandbox sb new.txt
+	check "the published file holds both writes" test "$out" = $'l1\nl2\nL3\nl4'
+	check "blame: line 1 is op-a's" test "$(owner_of_line new.txt 1)" = operation:op-a
+	check "blame: line 2 is op-a's" test "$(owner_of_line new.txt 2)" = operation:op-a
+	check "blame: line 3 is op-b's" test "$(owner_of_line new.txt 3)" = operation:op-b
+	check "blame: line 4 is op-a's" test "$(owner_of_line new.txt 4)" = operation:op-a
+	check "editor save: line 1 stays original" test "$(owner_of_line edit.txt 1)" = original
+	check "editor save: line 2 is op-c's" test "$(owner_of_line edit.txt 2)" = operation:op-c
+	check "editor save: line 3 stays original" test "$(owner_of_line edit.txt 3)" = original
+	check "the temp file was not published" \
+		not eos_store --store "$S" cat --sandbox sb .edit.txt.tmp 2>/dev/null
+	run eos_store --store "$S" --json delta --sandbox sb p
+	check "the published session has no changes left" test "$(out_field 'len(d["changes"])')" = 0
+}
+
+test_write() {
+	local layers
+	layers=$(layer_count)
+	printf 'w1\nw2\n' >"$T/content"
+	run eos_store --store "$S" --json write --sandbox sb --path w/x.txt --operation op-x \
+		<"$T/content"
+	expect_rc 0 "write publishes standard input"
+	check "the write reports its owner" test "$(out_field 'd["owner"]')" = operation:op-x
+	check "write adds one layer" test "$(layer_count)" = $((layers + 1))
+	run eos_store --store "$S" --json log --sandbox sb
+	check "the new layer is owned by operation:op-x" \
+		test "$(out_field 'd["layers"][-1]["owner"]')" = operation:op-x
+	run eos_store --store "$S" cat --sandbox sb w/x.txt
+	check "the written file holds the input" test "$out" = $'w1\nw2'
+	check "blame: the written lines are op-x's" test "$(owner_of_line w/x.txt 2)" = operation:op-x
+}
+
+# Mount session $1 at $M / unmount it.
+open_session() {
+	fs_mount "$M" "$S" sb "$1" || bail_out "mount of session $1 failed"
+}
+
+close_session() {
+	fs_umount "$M" || bail_out "unmount of $M failed"
+}
+
+test_merge_and_reject() {
+	local layers
+	# three sessions on the same head: a and b edit different lines, c the same line as a
+	open_session a
+	printf 'ONE\ntwo\n' >"$M/src/f.txt"
+	close_session
+	open_session b
+	printf 'one\ntwo\ntail\n' >"$M/src/f.txt"
+	close_session
+	open_session c
+	printf 'uno\ntwo\n' >"$M/src/f.txt"
+	echo c >"$M/c.txt"
+	close_session
+	run eos_store --store "$S" --json publish --sandbox sb --session a
+	expect_rc 0 "publish a"
+	run eos_store --store "$S" --json publish --sandbox sb --session b
+	expect_rc 0 "publish b merges with a"
+	check "b's publish reports one merged path" test "$(out_field 'd["merged"]')" = 1
+	run eos_store --store "$S" cat --sandbox sb src/f.txt
+	check "the head holds both edits" test "$out" = $'ONE\ntwo\ntail'
+	check "blame: line 1 is a's" test "$(owner_of_line src/f.txt 1)" = workspace_session:a
+	check "blame: line 2 is original" test "$(owner_of_line src/f.txt 2)" = original
+	check "blame: line 3 is b's" test "$(owner_of_line src/f.txt 3)" = workspace_session:b
+	layers=$(layer_count)
+	run eos_store --store "$S" --json publish --sandbox sb --session c
+	if [[ $rc != 0 ]]; then
+		ok "publish c is rejected (exit status $rc)"
+	else
+		not_ok "publish c is rejected"
+		show_run
+	fi
+	check "the rejection is a JSON error of kind conflict" \
+		test "$(out_field 'd["error"]["kind"]')" = conflict
+	check "the rejection lists src/f.txt as a content conflict" test "$(out_field '
+[c["kind"] for c in (d["error"].get("details") or d["error"])["conflicts"]
+ if c["path"] == "src/f.txt"]')" = '["content"]'
+	check "the rejection gives the conflicting lines" test "$(out_field '
+[c["lines"][0]["base_start"] for c in (d["error"].get("details") or d["error"])["conflicts"]
+ if c["path"] == "src/f.txt"]')" = '[1]'
+	check "a rejection adds no layer" test "$(layer_count)" = "$layers"
+	run eos_store --store "$S" cat --sandbox sb c.txt
+	check "nothing of c was written" test "$rc" != 0
+	run eos_store --store "$S" --json delta --sandbox sb c
+	check "c keeps its changes" test "$(out_field '
+sorted(c["path"] for c in d["changes"] if c["change"] == "put")')" = '["c.txt", "src/f.txt"]'
+	# c takes a's line instead of its own and publishes again: it merges
+	open_session c
+	printf 'ONE\ntwo\n' >"$M/src/f.txt"
+	close_session
+	run eos_store --store "$S" --json publish --sandbox sb --session c
+	expect_rc 0 "the fixed session c publishes"
+	run eos_store --store "$S" cat --sandbox sb c.txt
+	check "c's other change is published" test "$out" = c
+	run eos_store --store "$S" cat --sandbox sb src/f.txt
+	check "the head still holds a's and b's edits" test "$out" = $'ONE\ntwo\ntail'
+	check "the retry added one layer" test "$(layer_count)" = $((layers + 1))
+}
+
+test_fsck() {
+	run eos_store --store "$S" --json fsck
+	expect_rc 0 "fsck is clean"
+}
+
+# As root, the whole scenario runs again as the unprivileged user (mounting through fusermount3).
+test_as_user() {
+	((EUID == 0)) || return 0
+	id -u "$EOS_TEST_USER" >/dev/null 2>&1 ||
+		bail_out "user '$EOS_TEST_USER' is missing (scripts/test creates it)"
+	if as_test_user env top_builddir="$top_builddir" top_srcdir="$top_srcdir" TMPDIR=/tmp \
+		bash "${BASH_SOURCE[0]}" >"$T/user.tap" 2>&1; then
+		ok "the same scenario passes as '$EOS_TEST_USER'"
+	else
+		not_ok "the same scenario passes as '$EOS_TEST_USER'"
+		diag "$(grep -v '^ok' "$T/user.tap")"
+	fi
+}
+
+setup
+test_write_log_provenance
+test_publish_session
+test_write
+test_merge_and_reject
+test_fsck
+test_as_user
+tap_done
