@@ -111,6 +111,7 @@ take_merged(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_op *stage
 	r = eos_pub_blame(c->p, op, &a, err);
 	if (r < 0)
 		return r;
+	op->blame_prev_version = op->head.st.version; /* computed against the head already */
 	c->merged++;
 	op->resolved = true;
 	return 0;
