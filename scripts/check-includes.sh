@@ -13,7 +13,7 @@
 #   tests/       anything of the project
 # Every project include is written from the top ("store/kv.h", not "kv.h"). Each foreign library
 # is wrapped in one file: <rocksdb/...> only in store/kv.c, <zstd.h> only in store/codec.c,
-# <openssl/...> only in common/digest.c, <archive.h> only in store/import-tar.c, <fuse*.h> only in
+# <openssl/...> only in common/digest.c, <archive.h> only in store/archive.c, <fuse*.h> only in
 # fs/ops.c.
 # Finally the public headers (store/store.h, fs/view.h, common/*.h) must compile on their own.
 #
@@ -49,7 +49,7 @@ owner_of() {
 	rocksdb/*) echo store/kv.c ;;
 	zstd.h | zstd_errors.h | zdict.h) echo store/codec.c ;;
 	openssl/*) echo common/digest.c ;;
-	archive.h | archive_entry.h) echo store/import-tar.c ;;
+	archive.h | archive_entry.h) echo store/archive.c ;;
 	fuse_lowlevel.h | fuse.h | fuse_common.h | fuse3/*) echo fs/ops.c ;;
 	esac
 }

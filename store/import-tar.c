@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tar import through libarchive (the only file that includes <archive.h>): ustar, pax and GNU tar,
- * plain or compressed with any filter libarchive knows (zstd, gzip, xz, …), detected by content.
+ * Tar import through libarchive (wrapped by store/archive.h): ustar, pax and GNU tar, plain or
+ * compressed with any filter libarchive knows (zstd, gzip, xz, …), detected by content.
  *
  * Two passes over the archive. The first reads only headers and builds the final tree in memory
  * with tar's "a later entry wins" semantics: one node per path, overwritten in place; hard links
@@ -10,8 +10,6 @@
  * name per content (the others become hard links). Nothing is staged when this pass fails. The
  * second pass reads the data of the entries that survived and hands it to the worker pool.
  */
-#include <archive.h>
-#include <archive_entry.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +20,9 @@
 #include "common/cleanup.h"
 #include "common/path.h"
 
+#include "store/archive.h"
 #include "store/import.h"
 #include "store/store-internal.h"
-
-EOS_DEFINE_CLEANUP(struct archive *, archive_read_free)
 
 enum {
 	TAR_BLOCK = 128 << 10, /* libarchive read size */
@@ -76,17 +73,6 @@ scan_release(struct tar_scan *s)
 	free(s->table);
 	free(s->primary);
 	eos_import_problems_release(&s->specials);
-}
-
-/* libarchive's failure as -errno: its I/O and memory errors pass through, the rest is bad input. */
-static int
-archive_fail(struct archive *a, const char *what, struct eos_error *err)
-{
-	const char *msg = archive_error_string(a);
-	int e = archive_errno(a);
-	int code = e == ENOMEM || e == EIO || e == ENOSPC || e == EACCES ? -e : -EINVAL;
-
-	return eos_error_set(err, code, "%s: %s", what, msg ? msg : "unknown libarchive error");
 }
 
 /* --- path table ------------------------------------------------------------------------------- */
@@ -218,49 +204,43 @@ scan_put(struct tar_scan *s, const char *path, enum tar_kind kind, const struct 
 
 /* --- pass 1: headers -------------------------------------------------------------------------- */
 
-static const char *
-entry_path(struct archive_entry *e)
-{
-	const char *p = archive_entry_pathname(e);
-
-	return p ? p : archive_entry_pathname_utf8(e);
-}
-
 static int
-entry_attr(struct archive_entry *e, const char *name, struct eos_attr *ret, struct eos_error *err)
+entry_attr(const struct eos_archive_entry *e, const char *name, struct eos_attr *ret,
+	   struct eos_error *err)
 {
-	la_int64_t uid = archive_entry_uid(e), gid = archive_entry_gid(e);
-
-	if (uid < 0 || uid > UINT32_MAX || gid < 0 || gid > UINT32_MAX)
+	if (e->uid < 0 || e->uid > UINT32_MAX || e->gid < 0 || e->gid > UINT32_MAX)
 		return eos_error_set(err, -EINVAL,
 				     "archive entry '%s': owner %lld:%lld out of range", name,
-				     (long long)uid, (long long)gid);
-	ret->mode = archive_entry_perm(e) & 07777;
-	ret->uid = (uint32_t)uid;
-	ret->gid = (uint32_t)gid;
-	if (archive_entry_mtime_is_set(e))
-		ret->mtime_ns =
-			eos_import_time_ns(archive_entry_mtime(e), archive_entry_mtime_nsec(e));
+				     (long long)e->uid, (long long)e->gid);
+	ret->mode = e->perm & 07777;
+	ret->uid = (uint32_t)e->uid;
+	ret->gid = (uint32_t)e->gid;
+	if (e->mtime_set)
+		ret->mtime_ns = eos_import_time_ns(e->mtime_sec, e->mtime_nsec);
 	else
 		ret->mtime_ns = eos_store_now_ns();
 	return 0;
 }
 
 static const char *
-special_kind(mode_t type)
+special_kind(enum eos_archive_type type)
 {
 	switch (type) {
-	case AE_IFIFO:
+	case EOS_ARCHIVE_FIFO:
 		return "fifo";
-	case AE_IFSOCK:
+	case EOS_ARCHIVE_SOCKET:
 		return "socket";
-	case AE_IFCHR:
+	case EOS_ARCHIVE_CHAR:
 		return "character device";
-	case AE_IFBLK:
+	case EOS_ARCHIVE_BLOCK:
 		return "block device";
-	default:
-		return "unknown file type";
+	case EOS_ARCHIVE_FILE:
+	case EOS_ARCHIVE_DIR:
+	case EOS_ARCHIVE_SYMLINK:
+	case EOS_ARCHIVE_OTHER:
+		break;
 	}
+	return "unknown file type";
 }
 
 /* A hard link names the content its target has at this point of the archive. */
@@ -300,45 +280,56 @@ scan_hardlink(struct tar_scan *s, const char *name, const char *path, const char
 }
 
 static int
-scan_typed(struct tar_scan *s, struct archive_entry *e, const char *name, const char *path,
-	   const struct eos_attr *attr, struct eos_error *err)
+scan_special(struct tar_scan *s, enum eos_archive_type type, const char *path,
+	     const struct eos_attr *attr, struct eos_error *err)
 {
-	mode_t type = archive_entry_filetype(e);
-	const char *target;
 	size_t idx;
 
-	switch (type) {
-	case AE_IFDIR:
+	if (scan_put(s, path, TAR_SPECIAL, attr, &idx) < 0)
+		return eos_import_no_memory(err);
+	s->nodes[idx].special = special_kind(type);
+	return 0;
+}
+
+static int
+scan_typed(struct tar_scan *s, const struct eos_archive_entry *e, const char *name,
+	   const char *path, const struct eos_attr *attr, struct eos_error *err)
+{
+	size_t idx;
+
+	switch (e->type) {
+	case EOS_ARCHIVE_DIR:
 		return scan_put(s, path, TAR_DIR, attr, &idx) < 0 ? eos_import_no_memory(err) : 0;
-	case AE_IFREG:
-		if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
+	case EOS_ARCHIVE_FILE:
+		if (!e->size_set || e->size < 0)
 			return eos_error_set(err, -EINVAL, "archive entry '%s' has no size", name);
 		if (scan_put(s, path, TAR_FILE, attr, &idx) < 0)
 			return eos_import_no_memory(err);
 		s->nodes[idx].content = s->nentries;
-		s->nodes[idx].size = (uint64_t)archive_entry_size(e);
+		s->nodes[idx].size = (uint64_t)e->size;
 		return 0;
-	case AE_IFLNK:
-		target = archive_entry_symlink(e);
-		if (!target && !(target = archive_entry_symlink_utf8(e)))
+	case EOS_ARCHIVE_SYMLINK:
+		if (!e->symlink)
 			return eos_error_set(err, -EINVAL,
 					     "archive entry '%s': symlink without a target", name);
 		if (scan_put(s, path, TAR_SYMLINK, attr, &idx) < 0 ||
-		    !(s->nodes[idx].target = strdup(target)))
+		    !(s->nodes[idx].target = strdup(e->symlink)))
 			return eos_import_no_memory(err);
 		return 0;
-	default:
-		if (scan_put(s, path, TAR_SPECIAL, attr, &idx) < 0)
-			return eos_import_no_memory(err);
-		s->nodes[idx].special = special_kind(type);
-		return 0;
+	case EOS_ARCHIVE_FIFO:
+	case EOS_ARCHIVE_SOCKET:
+	case EOS_ARCHIVE_CHAR:
+	case EOS_ARCHIVE_BLOCK:
+	case EOS_ARCHIVE_OTHER:
+		break;
 	}
+	return scan_special(s, e->type, path, attr, err);
 }
 
 static int
-scan_entry(struct tar_scan *s, struct archive_entry *e, struct eos_error *err)
+scan_entry(struct tar_scan *s, const struct eos_archive_entry *e, struct eos_error *err)
 {
-	const char *name = entry_path(e), *link = archive_entry_hardlink(e);
+	const char *name = e->path, *link = e->hardlink;
 	cleanup_free char *path = NULL;
 	struct eos_attr attr;
 	int r;
@@ -351,10 +342,8 @@ scan_entry(struct tar_scan *s, struct archive_entry *e, struct eos_error *err)
 		return eos_error_prefix(err, r, "archive entry '%s'", name);
 	if ((r = entry_attr(e, name, &attr, err)) < 0)
 		return r;
-	if (!link)
-		link = archive_entry_hardlink_utf8(e);
 	if (!path[0]) {
-		if (link || archive_entry_filetype(e) != AE_IFDIR)
+		if (link || e->type != EOS_ARCHIVE_DIR)
 			return eos_error_set(err, -EINVAL,
 					     "archive entry '%s' would replace the root directory",
 					     name);
@@ -409,32 +398,11 @@ scan_finish(struct tar_scan *s, struct eos_error *err)
 }
 
 static int
-tar_open(int fd, const char *src, struct archive **ret, struct eos_error *err)
+tar_open(int fd, const char *src, struct eos_archive_reader **ret, struct eos_error *err)
 {
-	EOS_CLEANUP(archive_read_freep) struct archive *a = NULL;
-
 	if (lseek(fd, 0, SEEK_SET) < 0)
 		return eos_import_sys_fail(err, "seek", src);
-	a = archive_read_new();
-	if (!a)
-		return eos_import_no_memory(err);
-	if (archive_read_support_filter_all(a) < ARCHIVE_WARN ||
-	    archive_read_support_format_tar(a) != ARCHIVE_OK)
-		return archive_fail(a, "set up libarchive", err);
-	if (archive_read_open_fd(a, fd, TAR_BLOCK) != ARCHIVE_OK)
-		return archive_fail(a, "open archive", err);
-	*ret = TAKE_PTR(a);
-	return 0;
-}
-
-/* A failed header read names the entry number (the header has no usable name). */
-static int
-header_fail(struct archive *a, size_t index, struct eos_error *err)
-{
-	char what[64];
-
-	snprintf(what, sizeof(what), "read archive entry %zu", index + 1);
-	return archive_fail(a, what, err);
+	return eos_archive_reader_open(fd, TAR_BLOCK, ret, err);
 }
 
 static int
@@ -447,21 +415,21 @@ not_tar(struct tar_scan *s, struct eos_error *err)
 static int
 scan_archive(struct tar_scan *s, int fd, struct eos_error *err)
 {
-	EOS_CLEANUP(archive_read_freep) struct archive *a = NULL;
-	struct archive_entry *e;
+	EOS_CLEANUP(eos_archive_reader_freep) struct eos_archive_reader *rd = NULL;
+	struct eos_archive_entry e;
 	int r;
 
-	if (tar_open(fd, s->src, &a, err) < 0)
+	if (tar_open(fd, s->src, &rd, err) < 0)
 		return not_tar(s, err);
 	for (;; s->nentries++) {
-		r = archive_read_next_header(a, &e);
-		if (r == ARCHIVE_EOF)
+		r = eos_archive_reader_next(rd, &e, err);
+		if (r == 0)
 			break;
-		if (r != ARCHIVE_OK && r != ARCHIVE_WARN && s->nentries == 0)
+		if (r < 0 && s->nentries == 0)
 			return not_tar(s, err);
-		if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-			return header_fail(a, s->nentries, err);
-		if ((r = scan_entry(s, e, err)) < 0)
+		if (r < 0)
+			return r;
+		if ((r = scan_entry(s, &e, err)) < 0)
 			return r;
 	}
 	return scan_finish(s, err);
@@ -509,19 +477,17 @@ fd_block(void *ctx, const void *p, size_t len, uint64_t off)
 
 /* Feed every data block of the current entry (at most size bytes; sparse holes skipped) to fn. */
 static int
-read_blocks(struct archive *a, const char *path, uint64_t size, block_fn fn, void *ctx,
+read_blocks(struct eos_archive_reader *rd, const char *path, uint64_t size, block_fn fn, void *ctx,
 	    struct eos_error *err)
 {
 	for (;;) {
 		const void *p;
 		size_t len;
-		la_int64_t off;
-		int r = archive_read_data_block(a, &p, &len, &off);
+		int64_t off;
+		int r = eos_archive_reader_data(rd, path, &p, &len, &off, err);
 
-		if (r == ARCHIVE_EOF)
-			return 0;
-		if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-			return archive_fail(a, path, err);
+		if (r <= 0)
+			return r;
 		if (off < 0 || (uint64_t)off > size || len > size - (uint64_t)off)
 			return eos_error_set(err, -EINVAL,
 					     "archive entry '%s': data beyond its size", path);
@@ -556,7 +522,7 @@ open_tmpfile(struct eos_error *err)
 
 /* Read the current entry into a job: memory up to EOS_IMPORT_MEM_MAX, else a temporary file. */
 static int
-read_member(struct archive *a, const struct tar_node *node, struct eos_import_job **ret,
+read_member(struct eos_archive_reader *rd, const struct tar_node *node, struct eos_import_job **ret,
 	    struct eos_error *err)
 {
 	bool mem = node->size <= EOS_IMPORT_MEM_MAX;
@@ -573,9 +539,9 @@ read_member(struct archive *a, const struct tar_node *node, struct eos_import_jo
 	if (!mem && (job->fd = open_tmpfile(err)) < 0)
 		return job->fd;
 	if (mem)
-		r = read_blocks(a, node->path, node->size, mem_block, &m, err);
+		r = read_blocks(rd, node->path, node->size, mem_block, &m, err);
 	else
-		r = read_blocks(a, node->path, node->size, fd_block, &job->fd, err);
+		r = read_blocks(rd, node->path, node->size, fd_block, &job->fd, err);
 	if (r < 0)
 		return r;
 	if (mem && m.end < node->size)
@@ -597,29 +563,29 @@ static int
 push_data(const struct tar_scan *s, int fd, struct eos_import_pool *pool,
 	  struct eos_import_progress *progress, struct eos_error *err)
 {
-	EOS_CLEANUP(archive_read_freep) struct archive *a = NULL;
+	EOS_CLEANUP(eos_archive_reader_freep) struct eos_archive_reader *rd = NULL;
 	size_t left = s->groups;
-	struct archive_entry *e;
+	struct eos_archive_entry e;
 	int r;
 
-	if ((r = tar_open(fd, s->src, &a, err)) < 0)
+	if ((r = tar_open(fd, s->src, &rd, err)) < 0)
 		return r;
 	for (size_t i = 0; left > 0; i++) {
 		struct eos_import_job *job = NULL;
 		const struct tar_node *node;
 		uint64_t files, bytes;
 
-		r = archive_read_next_header(a, &e);
-		if (r == ARCHIVE_EOF || i >= s->nentries)
+		r = eos_archive_reader_next(rd, &e, err);
+		if (r < 0)
+			return r;
+		if (r == 0 || i >= s->nentries)
 			return changed(s, err);
-		if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-			return header_fail(a, i, err);
 		if (!s->primary[i])
 			continue;
 		node = &s->nodes[s->primary[i] - 1];
-		if (archive_entry_size(e) != (la_int64_t)node->size)
+		if (e.size != (int64_t)node->size)
 			return changed(s, err);
-		if ((r = read_member(a, node, &job, err)) < 0 ||
+		if ((r = read_member(rd, node, &job, err)) < 0 ||
 		    (r = eos_import_pool_push(pool, job, err)) < 0)
 			return r;
 		left--;
