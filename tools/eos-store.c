@@ -64,6 +64,11 @@ static const struct tool_command commands[] = {
 	  "check every invariant; exit 1 on violations" },
 	{ "stats", tool_cmd_stats, 0, 0, 0, 0, "stats",
 	  "store statistics and a per-sandbox summary" },
+	{ "export", tool_cmd_export,
+	  TOOL_OPT_SANDBOX | TOOL_OPT_FROM | TOOL_OPT_TO | TOOL_OPT_FORMAT | TOOL_OPT_DEST,
+	  TOOL_OPT_SANDBOX | TOOL_OPT_FORMAT, 0, 0,
+	  "export --sandbox ID --format dir|tar|tar-zst|patch [--from L] [--to L] [--dest PATH]",
+	  "export from..to (default base..head); without --dest: to stdout, summary on stderr" },
 };
 
 enum {

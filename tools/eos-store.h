@@ -144,3 +144,4 @@ int tool_cmd_stats(struct tool *t, const struct tool_args *a);
 int tool_cmd_sessions(struct tool *t, const struct tool_args *a);
 int tool_cmd_delta(struct tool *t, const struct tool_args *a);
 int tool_cmd_rm_session(struct tool *t, const struct tool_args *a);
+int tool_cmd_export(struct tool *t, const struct tool_args *a);

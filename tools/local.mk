@@ -10,3 +10,4 @@ tools_eosfs_CFLAGS = $(AM_CFLAGS)
 tools_eosfs_LDADD = $(FS_LIBS)
 tools_eos_store_SOURCES += tools/eos-store-publish.c
 tools_eos_store_SOURCES += tools/eos-store-blame.c
+tools_eos_store_SOURCES += tools/eos-store-export.c
