@@ -3,6 +3,14 @@
 # Sessions published through eosfs and eos-store (write logs, blame, rejections).
 TESTS += tests/integration/publish-sessions.sh
 EXTRA_DIST += tests/integration/publish-sessions.sh
+# Crash test: crash-publish publishes in a loop, crash-publish.sh SIGKILLs it (and stops it at
+# every failpoint of a publish) and verifies every publish was all or nothing.
+check_PROGRAMS += tests/integration/crash-publish
+tests_integration_crash_publish_SOURCES = tests/integration/crash-publish.c
+tests_integration_crash_publish_CFLAGS = $(AM_CFLAGS)
+tests_integration_crash_publish_LDADD = $(STORE_LIBS) -lpthread
+TESTS += tests/integration/crash-publish.sh
+EXTRA_DIST += tests/integration/crash-publish.sh
 # eos-store export: every format applied onto the base, refusals, an export killed mid-apply.
 TESTS += tests/integration/export.sh
 EXTRA_DIST += tests/integration/export.sh
