@@ -172,7 +172,9 @@ eos_archive_writer_open(int fd, enum eos_archive_filter filter, struct eos_archi
 
 	if (!a)
 		return no_memory(err);
-	if (archive_write_set_format_pax(a) != ARCHIVE_OK)
+	/* Extended attributes as SCHILY.xattr records only: what GNU tar and OCI tools read. */
+	if (archive_write_set_format_pax(a) != ARCHIVE_OK ||
+	    archive_write_set_format_option(a, "pax", "xattrheader", "SCHILY") != ARCHIVE_OK)
 		return archive_fail(a, "set up libarchive", err);
 	switch (filter) {
 	case EOS_ARCHIVE_FILTER_NONE:
@@ -232,6 +234,9 @@ header_fill(struct archive_entry *ae, const struct eos_archive_entry *e)
 	}
 	if (e->type == EOS_ARCHIVE_SYMLINK && e->symlink)
 		archive_entry_copy_symlink(ae, e->symlink);
+	for (size_t i = 0; i < e->nxattrs; i++)
+		archive_entry_xattr_add_entry(ae, e->xattrs[i].name, e->xattrs[i].value,
+					      e->xattrs[i].len);
 }
 
 int

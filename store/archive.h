@@ -35,6 +35,13 @@ enum eos_archive_type {
 	EOS_ARCHIVE_OTHER,
 };
 
+/* An extended attribute of a member (written as a pax SCHILY.xattr record). Borrowed. */
+struct eos_archive_xattr {
+	const char *name;
+	const void *value;
+	size_t len;
+};
+
 /* One archive member's header. Strings are borrowed (see the functions). */
 struct eos_archive_entry {
 	const char *path;     /* NULL: the entry has no usable name */
@@ -47,7 +54,9 @@ struct eos_archive_entry {
 	int64_t mtime_sec;
 	long mtime_nsec;
 	bool size_set;
-	int64_t size; /* file data bytes (0 for everything else) */
+	int64_t size;				/* file data bytes (0 for everything else) */
+	const struct eos_archive_xattr *xattrs; /* writing only */
+	size_t nxattrs;
 };
 
 /* --- reading ---------------------------------------------------------------------------------- */
@@ -89,8 +98,8 @@ struct eos_archive_writer;
 int eos_archive_writer_open(int fd, enum eos_archive_filter filter, struct eos_archive_writer **ret,
 			    struct eos_error *err);
 /*
- * Write one header: path, type (FILE, DIR or SYMLINK), perm, uid, gid, mtime and size (FILE) are
- * used; hardlink, when set, makes a hard link to an earlier member (size ignored).
+ * Write one header: path, type (FILE, DIR or SYMLINK), perm, uid, gid, mtime, size (FILE) and
+ * xattrs are used; hardlink, when set, makes a hard link to an earlier member (size ignored).
  */
 int eos_archive_writer_header(struct eos_archive_writer *w, const struct eos_archive_entry *e,
 			      struct eos_error *err);

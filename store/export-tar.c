@@ -4,7 +4,8 @@
  * optionally zstd-compressed), written through store/archive.h.
  *
  *   - created or changed paths: their entry at the exported version, with mode, owner, mtime,
- *     symlink target; members of one hard-link group after the first are hard links to it;
+ *     symlink target and extended attributes (pax SCHILY.xattr); members of one hard-link group
+ *     after the first are hard links to it;
  *   - every directory above a written entry is written too (docker does the same), so that an
  *     extraction restores the mtimes the changes of its children disturbed;
  *   - a deleted path: "dir/.wh.name" (deletions below a deleted directory need none);
@@ -68,6 +69,26 @@ set_time(struct eos_archive_entry *ae, int64_t ns)
 	ae->mtime_nsec = (long)(rem < 0 ? rem + 1000000000 : rem);
 }
 
+/* The extended attributes of e for a header (caller frees *ret; NULL when there are none). */
+static int
+xattrs_of(const struct eos_entry *e, struct eos_archive_xattr **ret)
+{
+	struct eos_archive_xattr *v;
+
+	*ret = NULL;
+	if (e->nxattrs == 0)
+		return 0;
+	v = calloc(e->nxattrs, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < e->nxattrs; i++)
+		v[i] = (struct eos_archive_xattr){ .name = e->xattrs[i].name,
+						   .value = e->xattrs[i].value,
+						   .len = e->xattrs[i].len };
+	*ret = v;
+	return 0;
+}
+
 static void
 header_of(const char *path, const struct eos_entry *e, struct eos_archive_entry *ret)
 {
@@ -101,6 +122,23 @@ member_fail(struct tarx *t, int r, const char *path)
 	return eos_error_prefix(t->err, r, "add '%s' to the archive", member_name(path));
 }
 
+/* Write the header ae of entry e (with its extended attributes). */
+static int
+write_header(struct tarx *t, struct eos_archive_entry *ae, const struct eos_entry *e,
+	     const char *path)
+{
+	cleanup_free struct eos_archive_xattr *xattrs = NULL;
+	int r = xattrs_of(e, &xattrs);
+
+	if (r < 0)
+		return r;
+	ae->xattrs = xattrs;
+	ae->nxattrs = e->nxattrs;
+	r = eos_archive_writer_header(t->w, ae, t->err);
+	ae->xattrs = NULL;
+	return r < 0 ? member_fail(t, r, path) : 0;
+}
+
 /* --- directories ------------------------------------------------------------------------------ */
 
 static int
@@ -111,8 +149,8 @@ write_dir(struct tarx *t, const char *path, const struct eos_entry *e)
 	int r;
 
 	header_of(path, e, &ae);
-	if ((r = eos_archive_writer_header(t->w, &ae, t->err)) < 0)
-		return member_fail(t, r, path);
+	if ((r = write_header(t, &ae, e, path)) < 0)
+		return r;
 	t->x->res->dirs++;
 	r = eos_hashmap_get_or_insert(&t->dirs, path, strlen(path), &v);
 	return r < 0 ? r : 0;
@@ -235,8 +273,8 @@ write_file(struct tarx *t, const char *path, const struct eos_entry *e)
 		return -ENOMEM;
 	if (v && strcmp(v->ptr, path) != 0)
 		ae.hardlink = v->ptr;
-	if ((r = eos_archive_writer_header(t->w, &ae, t->err)) < 0)
-		return member_fail(t, r, path);
+	if ((r = write_header(t, &ae, e, path)) < 0)
+		return r;
 	t->x->res->files++;
 	if (ae.hardlink)
 		return 0;
@@ -260,8 +298,8 @@ write_entry(struct tarx *t, const char *path, const struct eos_entry *e)
 		return write_file(t, path, e);
 	case EOS_KIND_SYMLINK:
 		header_of(path, e, &ae);
-		if ((r = eos_archive_writer_header(t->w, &ae, t->err)) < 0)
-			return member_fail(t, r, path);
+		if ((r = write_header(t, &ae, e, path)) < 0)
+			return r;
 		t->x->res->symlinks++;
 		return 0;
 	case EOS_KIND_NONE:

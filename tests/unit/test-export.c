@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -198,6 +199,15 @@ hardlink(struct eos_changeset *cs, const char *path, const char *target)
 }
 
 static void
+setx(struct eos_changeset *cs, const char *path, const char *name, const char *value)
+{
+	struct eos_error err = { 0 };
+
+	check_stage(eos_changeset_set_xattr(cs, path, name, value, strlen(value), &err), &err,
+		    "set_xattr", path);
+}
+
+static void
 rm(struct eos_changeset *cs, const char *path)
 {
 	struct eos_error err = { 0 };
@@ -318,6 +328,29 @@ set_attrs(const char *host, const struct eos_stat *s)
 
 static void checkout_dir(const char *sb, uint64_t v, const char *tree, const char *host);
 
+struct xattr_target {
+	const char *host;
+};
+
+static int
+xattr_set(void *c, const char *name, const void *value, size_t len)
+{
+	const struct xattr_target *t = c;
+
+	ck_assert_msg(lsetxattr(t->host, name, value, len, 0) == 0, "setxattr '%s'", t->host);
+	return 0;
+}
+
+static void
+checkout_xattrs(const char *sb, uint64_t v, const char *tree, const char *host)
+{
+	struct xattr_target t = { .host = host };
+	struct eos_error err = { 0 };
+	int r = eos_store_xattrs(st, sb, v, tree, xattr_set, &t, &err);
+
+	ck_assert_msg(r == 0, "%s: xattrs '%s': %s", ctx, tree, eos_error_message(&err, r));
+}
+
 static void
 checkout_node(const char *sb, uint64_t v, const char *tree, const char *host,
 	      const struct eos_stat *s)
@@ -342,6 +375,8 @@ checkout_node(const char *sb, uint64_t v, const char *tree, const char *host,
 	case EOS_KIND_WHITEOUT:
 		ck_abort_msg("unexpected kind");
 	}
+	if (s->kind != EOS_KIND_SYMLINK)
+		checkout_xattrs(sb, v, tree, host);
 	set_attrs(host, s);
 }
 
@@ -437,6 +472,68 @@ compare_target(const char *sb, uint64_t v, const char *tree, const char *host)
 	ck_assert_msg(strcmp(want, got) == 0, "%s: '%s' -> '%s', want '%s'", ctx, tree, got, want);
 }
 
+struct xattr_list {
+	char **v;
+	size_t n;
+};
+
+static void
+xattr_push(struct xattr_list *l, const char *name, const void *value, size_t len)
+{
+	char *item = NULL;
+
+	ck_assert_int_ge(asprintf(&item, "%s=%.*s", name, (int)len, (const char *)value), 0);
+	l->v = reallocarray(l->v, l->n + 1, sizeof(*l->v));
+	ck_assert_ptr_nonnull(l->v);
+	l->v[l->n++] = item;
+}
+
+static int
+xattr_add(void *c, const char *name, const void *value, size_t len)
+{
+	xattr_push(c, name, value, len);
+	return 0;
+}
+
+/* The "user." extended attributes of a host path, as sorted "name=value" strings. */
+static void
+host_xattrs(const char *host, struct xattr_list *l)
+{
+	char names[4096], value[4096];
+	ssize_t n = llistxattr(host, names, sizeof(names));
+
+	for (char *p = names; n > 0 && p < names + n; p += strlen(p) + 1) {
+		ssize_t len;
+
+		if (strncmp(p, "user.", 5) != 0)
+			continue;
+		len = lgetxattr(host, p, value, sizeof(value));
+		ck_assert_int_ge(len, 0);
+		xattr_push(l, p, value, (size_t)len);
+	}
+	qsort(l->v, l->n, sizeof(*l->v), name_cmp);
+}
+
+/* The host path has the store path's extended attributes. */
+static void
+compare_xattrs(const char *sb, uint64_t v, const char *tree, const char *host)
+{
+	struct xattr_list want = { 0 }, got = { 0 };
+	struct eos_error err = { 0 };
+	int r = eos_store_xattrs(st, sb, v, tree, xattr_add, &want, &err);
+
+	ck_assert_msg(r == 0, "%s: xattrs '%s': %s", ctx, tree, eos_error_message(&err, r));
+	qsort(want.v, want.n, sizeof(*want.v), name_cmp);
+	host_xattrs(host, &got);
+	ck_assert_msg(want.n == got.n, "%s: '%s' has %zu xattrs, want %zu", ctx, tree, got.n,
+		      want.n);
+	for (size_t i = 0; i < want.n; i++)
+		ck_assert_msg(strcmp(want.v[i], got.v[i]) == 0, "%s: '%s' xattr '%s', want '%s'",
+			      ctx, tree, got.v[i], want.v[i]);
+	names_free(want.v, want.n);
+	names_free(got.v, got.n);
+}
+
 static mode_t
 kind_type(enum eos_kind k)
 {
@@ -466,6 +563,8 @@ compare_node(const char *sb, uint64_t v, const char *tree, const char *host,
 		ck_assert_msg(hs.st_uid == s->attr.uid && hs.st_gid == s->attr.gid,
 			      "%s: '%s' owner %u:%u, want %u:%u", ctx, tree, hs.st_uid, hs.st_gid,
 			      s->attr.uid, s->attr.gid);
+	if (s->kind != EOS_KIND_SYMLINK)
+		compare_xattrs(sb, v, tree, host);
 	if (s->kind == EOS_KIND_FILE)
 		compare_bytes(sb, v, tree, host, s->size);
 	else if (s->kind == EOS_KIND_SYMLINK)
@@ -667,8 +766,9 @@ tar_apply(const char *layer, const char *dir, bool zstd)
 		}
 	}
 	ck_assert_int_eq(pclose(p), 0);
-	run("tar %s -xf '%s' -C '%s' --numeric-owner --exclude='.wh.*'", zstd ? "--zstd" : "",
-	    layer, dir);
+	run("tar %s -xf '%s' -C '%s' --numeric-owner --xattrs --xattrs-include='user.*' "
+	    "--exclude='.wh.*'",
+	    zstd ? "--zstd" : "", layer, dir);
 }
 
 /* Every format round-trips from -> to. */
@@ -691,6 +791,8 @@ check_round_trips(const char *sb, uint64_t from, uint64_t to)
 		 (unsigned long long)to);
 	checkout(sb, from, tar);
 	export_ok(sb, from, to, EOS_EXPORT_TAR, layer);
+	if (getenv("EOS_TEST_KEEP_LAYER"))
+		run("cp -n '%s' '%s'", layer, getenv("EOS_TEST_KEEP_LAYER"));
 	tar_apply(layer, tar, false);
 	compare_tree(sb, to, tar);
 
@@ -803,6 +905,10 @@ scenario(const char *sb, uint64_t *ret_v2)
 	mkd(cs, "attrdir", 0700, false);
 	put_str(cs, "hl1", 0644, "linked twice\n");
 	hardlink(cs, "hl2", "hl1");
+	put_str(cs, "xattr.txt", 0644, "with an xattr\n");
+	setx(cs, "xattr.txt", "user.eos", "one");
+	mkd(cs, "xdir", 0755, false);
+	setx(cs, "xdir", "user.eos", "dir");
 	*ret_v2 = cs_commit(cs);
 
 	cs = cs_new(sb, false);
@@ -812,6 +918,9 @@ scenario(const char *sb, uint64_t *ret_v2)
 	sym(cs, "f2l", "mod.txt");
 	mkd(cs, "newdir/a", 0755, false);
 	put_str(cs, "empty", 0755, "");
+	put_str(cs, "xattr.txt", 0644, "with an xattr\n");
+	setx(cs, "xattr.txt", "user.eos", "two");
+	setx(cs, "xattr.txt", "user.more", "");
 	return cs_commit(cs);
 }
 
