@@ -37,12 +37,18 @@ struct eos_merge3 {
 
 /*
  * Three-way line merge of text (callers check binary/size first). base may be empty (both sides
- * created the file). "head" is the current head's version, "ours" the session's; in the regions,
- * session_* are lines of ours. Changes on different lines merge, identical changes merge,
- * overlapping changes and different insertions at the same point conflict. A clean result is
- * byte-exact (no whitespace or end-of-line normalisation: CRLF and a missing final newline
- * survive). 0 with ret filled (clean or not; caller releases it), or -errno (ENOMEM, EIO naming
- * libgit2's message); on failure ret is left zeroed.
+ * created the file). "head" is the current head's version, "ours" the session's. Changes on
+ * different lines merge, identical changes merge; overlapping changes, changes of adjacent lines
+ * and different insertions at the same point conflict (as in git). A clean result is byte-exact
+ * (no whitespace or end-of-line normalisation: CRLF and a missing final newline survive).
+ *
+ * Regions: each is one group of overlapping or touching changes of both sides that the sides
+ * made differently, in order. Lines are 1-based in each text (base, head, ours = session); a
+ * count of 0 is an insertion point before line start (lines + 1: at the end). Regions are git's
+ * `git merge-file --diff3` conflict blocks (the tests compare them).
+ *
+ * 0 with ret filled (clean or not; caller releases it), or -errno (ENOMEM, EIO naming libgit2's
+ * message); on failure ret is left zeroed.
  */
 int eos_git_merge3(const void *base, size_t blen, const void *head, size_t hlen, const void *ours,
 		   size_t olen, struct eos_merge3 *ret, struct eos_error *err);
