@@ -95,7 +95,8 @@ snapshot_expect_same(const struct snapshot *a, const struct snapshot *b, const c
 {
 	for (size_t i = 0; i < EOS_ARRAY_SIZE(compared_cfs); i++)
 		ck_assert_msg(a->cf[i].len == b->cf[i].len &&
-				      memcmp(a->cf[i].data, b->cf[i].data, a->cf[i].len) == 0,
+				      (a->cf[i].len == 0 ||
+				       memcmp(a->cf[i].data, b->cf[i].data, a->cf[i].len) == 0),
 			      "%s: column family '%s' changed", fp,
 			      eos_kv_cf_name(compared_cfs[i]));
 	pu_state_expect_same(&a->state, &b->state);

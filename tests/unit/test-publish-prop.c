@@ -879,8 +879,10 @@ predict(const struct actor *a, uint64_t head, struct tree *p, uint32_t *touched)
 	for (int i = 0; i < NPATHS; i++)
 		if ((a->removed & (1u << i)) && p->n[i].kind == EOS_KIND_NONE)
 			for (int j = 0; j < NPATHS; j++)
-				if (below(j, i) && p->n[j].kind != EOS_KIND_NONE)
+				if (below(j, i) && p->n[j].kind != EOS_KIND_NONE) {
+					free(p->n[j].data);
 					memset(&p->n[j], 0, sizeof(p->n[j]));
+				}
 	v = worst(v, check_parents(a, p));
 	*touched = 0;
 	for (int i = 0; i < NPATHS; i++)

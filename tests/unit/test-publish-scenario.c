@@ -453,7 +453,7 @@ END_TEST
 START_TEST(test_blame_binary_and_errors)
 {
 	static const struct pu_op base[] = { PU_D("d"), PU_L("l", "d"), PU_NONE };
-	static const struct pu_op bin[] = { PU_FL("bin", "a\n\0b\nc", 7), PU_F("empty", ""),
+	static const struct pu_op bin[] = { PU_FL("bin", "a\n\0b\nc", 6), PU_F("empty", ""),
 					    PU_NONE };
 	cleanup_free struct eos_blame_range *r = NULL;
 	struct eos_error err = { 0 };

@@ -504,6 +504,9 @@ check_binary(struct pair *pr)
 	ck_assert_msg(strcmp(c->head_fp, c->session_fp) != 0, "same fingerprints");
 }
 
+/* A string literal and its length (NUL bytes included). */
+#define BIN(s) (s), sizeof(s) - 1
+
 static void
 binary_case(const char *base, size_t bl, const char *x, size_t xl, const char *y, size_t yl)
 {
@@ -517,11 +520,11 @@ binary_case(const char *base, size_t bl, const char *x, size_t xl, const char *y
 START_TEST(test_binary_conflict)
 {
 	/* both binary; on different "lines" even */
-	binary_case("a\n\0\nc\n\nd\n", 11, "A\n\0\nc\n\nd\n", 11, "a\n\0\nc\n\nD\n", 11);
+	binary_case(BIN("a\n\0\nc\n\nd\n"), BIN("A\n\0\nc\n\nd\n"), BIN("a\n\0\nc\n\nD\n"));
 	/* one side made a text file binary (NUL), the other edited another line */
-	binary_case("1\n2\n3\n4\n", 8, "1\n\0\n3\n4\n", 8, "1\n2\n3\nfour\n", 11);
+	binary_case(BIN("1\n2\n3\n4\n"), BIN("1\n\0\n3\n4\n"), BIN("1\n2\n3\nfour\n"));
 	/* invalid UTF-8 is binary */
-	binary_case("1\n2\n3\n4\n", 8, "\xff\xfe\n2\n3\n4\n", 9, "1\n2\n3\nfour\n", 11);
+	binary_case(BIN("1\n2\n3\n4\n"), BIN("\xff\xfe\n2\n3\n4\n"), BIN("1\n2\n3\nfour\n"));
 }
 END_TEST
 
@@ -837,6 +840,38 @@ START_TEST(test_remove_dir_vs_modify_inside)
 }
 END_TEST
 
+static void
+check_many_inside(struct pair *pr)
+{
+	const struct eos_conflict *c;
+
+	if (pr->second_name[0] != 'x') {
+		ck_assert_uint_eq(pr->second.nconflicts, 3);
+		return;
+	}
+	/* the remover is refused once, naming one of the changed descendants */
+	c = pu_expect_conflict(&pr->second, "d", "directory");
+	ck_assert_uint_eq(pr->second.nconflicts, 1);
+	ck_assert_msg(c->detail &&
+			      (strcmp(c->detail, "d/a") == 0 || strcmp(c->detail, "d/b") == 0 ||
+			       strcmp(c->detail, "d/e/f") == 0),
+		      "detail '%s'", c->detail ? c->detail : "(null)");
+}
+
+START_TEST(test_remove_dir_vs_many_changes_inside)
+{
+	static const struct pu_op rm[] = { PU_RM("d"), PU_NONE };
+	static const struct pu_op mod[] = {
+		PU_F("d/a", "A\n"),
+		PU_F("d/b", "B\n"),
+		PU_F("d/e/f", "F\n"),
+		PU_NONE,
+	};
+
+	each_order(dir_base, rm, mod, check_many_inside);
+}
+END_TEST
+
 START_TEST(test_replace_dir_vs_change_inside)
 {
 	static const struct pu_op opaque[] = { PU_OPQ("d"), PU_F("d/x", "x\n"), PU_NONE };
@@ -1111,6 +1146,7 @@ table_suite(void)
 	tcase_add_test(tc, test_identical_type_change_no_op);
 	tcase_add_test(tc, test_remove_dir_vs_add_inside);
 	tcase_add_test(tc, test_remove_dir_vs_modify_inside);
+	tcase_add_test(tc, test_remove_dir_vs_many_changes_inside);
 	tcase_add_test(tc, test_replace_dir_vs_change_inside);
 	tcase_add_test(tc, test_dir_replaced_by_file_vs_change_inside);
 	tcase_add_test(tc, test_both_create_same_directory);
