@@ -480,6 +480,111 @@ START_TEST(test_blame_binary_and_errors)
 }
 END_TEST
 
+START_TEST(test_merge_keeps_write_range_owners)
+{
+	static const struct pu_op base[] = { PU_F("f", "1\n2\n3\n4\n5\n"), PU_NONE };
+	const struct eos_write_range ra = { 0, 4, "operation:op-a" };
+	/* b rewrote the whole file, but only its line 5 differs from the base */
+	const struct eos_write_range rb = { 0, 10, "operation:op-b" };
+	EOS_CLEANUP(eos_publish_freep) struct eos_publish *p = NULL;
+	struct eos_publish_result res;
+
+	pu_sandbox(base);
+	pu_session("a", 1);
+	pu_session("b", 1);
+	p = pu_begin("a", 0, NULL);
+	pu_stage_ranged(p, "f", "ONE\n2\n3\n4\n5\n", &ra, 1, NULL);
+	ck_assert_int_eq(pu_commit(p, &res), EOS_PUBLISH_PUBLISHED);
+	eos_publish_result_release(&res);
+	eos_publish_free(TAKE_PTR(p));
+	p = pu_begin("b", 0, NULL);
+	pu_stage_ranged(p, "f", "1\n2\n3\n4\nFIVE\n", &rb, 1, NULL);
+	ck_assert_int_eq(pu_commit(p, &res), EOS_PUBLISH_PUBLISHED);
+	ck_assert_uint_eq(res.merged, 1);
+	eos_publish_result_release(&res);
+	pu_expect_file(0, "f", "ONE\n2\n3\n4\nFIVE\n", 0644);
+	pu_expect_owners(0, "f", "operation:op-a", EOS_OWNER_ORIGINAL, EOS_OWNER_ORIGINAL,
+			 EOS_OWNER_ORIGINAL, "operation:op-b");
+}
+END_TEST
+
+/* Blame of every line of path at v, as one string (for comparisons). */
+static void
+blame_string(uint64_t v, const char *path, char *out, size_t size)
+{
+	cleanup_free struct eos_blame_range *r = NULL;
+	size_t n = 0, off = 0;
+
+	pu_blame(v, path, &r, &n);
+	out[0] = '\0';
+	for (size_t i = 0; i < n && off < size; i++)
+		off += (size_t)snprintf(out + off, size - off, "%u+%u:%s;", r[i].start_line,
+					r[i].line_count, r[i].owner);
+}
+
+START_TEST(test_squash_keeps_blame)
+{
+	static const struct pu_op base[] = { PU_F("f", "1\n2\n3\n4\n"), PU_NONE };
+	struct eos_squash_result sq;
+	struct eos_error err = { 0 };
+	char before3[512], before5[512], after[512];
+	int r;
+
+	pu_sandbox(base);
+	ck_assert_int_eq(publish_f(NULL, 0, "operation:v2", "A\n2\n3\n4\n", NULL),
+			 EOS_PUBLISH_PUBLISHED);
+	ck_assert_int_eq(publish_f(NULL, 0, "operation:v3", "A\nB\n3\n4\n", NULL),
+			 EOS_PUBLISH_PUBLISHED);
+	ck_assert_int_eq(publish_f(NULL, 0, "operation:v4", "A\nB\nC\n4\n", NULL),
+			 EOS_PUBLISH_PUBLISHED);
+	ck_assert_int_eq(publish_f(NULL, 0, "operation:v5", "A\nB\nC\nD\n", NULL),
+			 EOS_PUBLISH_PUBLISHED);
+	r = eos_store_lease_acquire(pu_st, pu_sbx, "keep", 3, NULL, &err);
+	ck_ok(r, err);
+	blame_string(3, "f", before3, sizeof(before3));
+	blame_string(5, "f", before5, sizeof(before5));
+	r = eos_store_squash(pu_st, pu_sbx, &sq, &err);
+	ck_ok(r, err);
+	ck_assert_uint_gt(sq.layers_removed, 0);
+	blame_string(3, "f", after, sizeof(after));
+	ck_assert_str_eq(after, before3);
+	blame_string(5, "f", after, sizeof(after));
+	ck_assert_str_eq(after, before5);
+	pu_expect_owners(0, "f", "operation:v2", "operation:v3", "operation:v4", "operation:v5");
+	pu_fsck_clean();
+}
+END_TEST
+
+START_TEST(test_hard_link_and_xattr)
+{
+	static const struct pu_op base[] = { PU_F("f", "shared\n"), PU_NONE };
+	static const struct pu_op ops[] = { PU_LINK("g", "f"), PU_F("h", "h\n"), PU_LINK("i", "h"),
+					    PU_NONE };
+	EOS_CLEANUP(eos_publish_freep) struct eos_publish *p = NULL;
+	struct eos_publish_result res;
+	struct eos_error err = { 0 };
+	struct eos_stat sf, sg;
+	int r;
+
+	pu_sandbox(base);
+	p = pu_begin(NULL, 1, "operation:links");
+	pu_stage(p, ops);
+	r = eos_publish_set_xattr(p, "h", "user.tag", "v1", 2, &err);
+	ck_ok(r, err);
+	ck_assert_int_eq(pu_commit(p, &res), EOS_PUBLISH_PUBLISHED);
+	eos_publish_result_release(&res);
+	pu_expect_file(0, "g", "shared\n", 0644);
+	pu_expect_file(0, "i", "h\n", 0644);
+	ck_ok(eos_store_stat(pu_st, pu_sbx, 0, "f", &sf, &err), err);
+	ck_ok(eos_store_stat(pu_st, pu_sbx, 0, "g", &sg, &err), err);
+	ck_assert_uint_ne(sg.link_group, 0);
+	ck_assert_uint_eq(sf.link_group, sg.link_group);
+	ck_ok(eos_store_stat(pu_st, pu_sbx, 0, "h", &sf, &err), err);
+	ck_assert_uint_eq(sf.nxattrs, 1);
+	pu_fsck_clean();
+}
+END_TEST
+
 /* --- results and contract --------------------------------------------------------------------- */
 
 START_TEST(test_result_counts_match_layer)
@@ -633,6 +738,9 @@ scenario_suite(void)
 	tcase_add_test(prov, test_identical_rewrite_keeps_owners);
 	tcase_add_test(prov, test_rename_keeps_owners);
 	tcase_add_test(prov, test_blame_binary_and_errors);
+	tcase_add_test(prov, test_merge_keeps_write_range_owners);
+	tcase_add_test(prov, test_squash_keeps_blame);
+	tcase_add_test(tc, test_hard_link_and_xattr);
 	suite_add_tcase(s, prov);
 	return s;
 }
