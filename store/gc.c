@@ -3,6 +3,7 @@
  * eos_store_gc: delete chunks and manifests that no reference count covers. Such records are
  * left by aborted or interrupted stagings: content is written before the commit that counts it.
  * Runs exclusively (no change set is alive), so nothing in flight can be about to reference them.
+ * It also drops the list of objects squashes left (0·"free:", store/squash.h): gc covers them.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,6 +17,8 @@
 
 #include "store/kv.h"
 #include "store/refs.h"
+#include "store/sandbox.h"
+#include "store/squash.h"
 #include "store/store-internal.h"
 
 enum {
@@ -104,6 +107,22 @@ gc_scan(struct eos_store *st, struct gc_round *g, struct eos_kv_batch *b, uint64
 	return gc_flush(st, g, b, freed, err);
 }
 
+/* Stage the deletion of every 0·"free:" key. */
+static int
+gc_drop_free_list(struct eos_kv_batch *b)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf lo = { 0 };
+	EOS_CLEANUP(eos_buf_release) struct eos_buf hi = { 0 };
+	int r = eos_meta_key(&lo, EOS_SANDBOX_GLOBAL, EOS_SQUASH_FREE_PREFIX);
+
+	r = r ?: eos_buf_append(&hi, lo.data, lo.len);
+	if (r < 0)
+		return r;
+	hi.data[hi.len - 1]++;
+	eos_kv_batch_delete_range(b, EOS_CF_META, lo.data, lo.len, hi.data, hi.len);
+	return 0;
+}
+
 static int
 gc_locked(struct eos_store *st, uint64_t *freed, struct eos_error *err)
 {
@@ -130,6 +149,8 @@ gc_locked(struct eos_store *st, uint64_t *freed, struct eos_error *err)
 	}
 	if (eos_kv_batch_count(b) == 0)
 		return 0;
+	if (gc_drop_free_list(b) < 0)
+		return eos_error_set(err, -ENOMEM, "gc: out of memory");
 	r = eos_kv_batch_write(st->kv, b, true, err);
 	if (r < 0)
 		return eos_error_prefix(err, r, "gc");

@@ -1,21 +1,53 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * eos_store_squash: fold the layers that neither the head nor a lease needs into the next
- * retained layer.
+ * The plan of a squash: fold the layers that neither the head nor a lease needs into the next
+ * retained layer. Made on one RocksDB snapshot without any lock; store/squash-write.c checks it
+ * under the writer lock and writes it (the argument for correctness is there).
  *
- * Retained set R = {head} ∪ lease versions. For every r in R the tree visible at r is walked from
- * the root; in each visible directory (floor f) the resolver of a name is its newest record with
- * version <= r. A resolver with version >= f is "kept" (or, when it is a whiteout, a whiteout
- * candidate). A candidate is kept only when its (parent, name) group also keeps an older record:
- * otherwise nothing below it needs hiding. Every other record of the sandbox is deleted, which
- * cannot change what any r in R resolves to. Layer records of non-retained versions are folded
- * into the next retained one (squashed_from records the range).
+ * Retained set R = {head} ∪ lease versions <= head. For every r in R the tree visible at r is
+ * walked from the root; in each visible directory (floor f) the resolver of a name is its newest
+ * record with version <= r. A resolver with version >= f is "kept" (or, when it is a whiteout, a
+ * whiteout candidate). A candidate is kept only when its (parent, name) group also keeps an older
+ * record: otherwise nothing below it needs hiding. Every other record of the sandbox is deleted,
+ * which cannot change what any r in R resolves to. Layer records of non-retained versions are
+ * folded into the next retained one (squashed_from records the range).
  *
  * Kept keys live in a sorted array (bytewise, as RocksDB orders them), so the group of a key is
  * adjacent to it and membership is a binary search.
+ *
+ * Why planning without a lock is correct. The plan is made on snapshot S, whose head is H0; R
+ * holds H0 and the leases <= H0 read after S (a lease released since only keeps more). It
+ * deletes only keys S holds, all of versions <= H0. Until the write, under st->write_lock:
+ *  - Commits add layers V > H0 and references, never delete. At V a name resolves either to a
+ *    record newer than H0 (untouched) or to the same record as at H0, whose directory chain is
+ *    then the same too: a commit gives a directory that was not visible at its head a new floor,
+ *    and never lowers a floor, so nothing invisible at H0 becomes visible later. So every version
+ *    >= H0 stays intact, leased or not, and the new layers' parents (>= H0) are retained.
+ *  - Leases are written under st->write_lock (lease_acquire, the publish's session reset). The
+ *    write re-reads them under that lock: a lease below H0 on a version R lacks invalidates the
+ *    plan, which is made again (EOS_SQUASH_ATTEMPTS times, then -EAGAIN); one on a version >= H0
+ *    is covered above. Check and write are atomic with respect to leases and commits.
+ *  - Squashes are serialised by st->squash_lock; destroy removes the head (numbers are never
+ *    reused), which the write detects (-ENOENT); gc deletes only objects without a count.
+ *  - Reference counts are re-read under the lock and the decrements applied to them
+ *    (store/squash-refs.c); commits only ever add to them.
+ *  - Chunks and manifests: a change set alive may rely on an object it did not write because
+ *    the store referenced it when it staged (or because it wrote it itself, unreferenced), and
+ *    its commit adds a reference without checking that the object exists. So an object reaching
+ *    zero is deleted only when eos_store_exclusive_try() takes the exclusive side WITHOUT
+ *    waiting: no change set is alive, and none can start (eos_store_pin() waits) before the
+ *    batch is written, after which stagers see a zero count and write the object again.
+ *    Otherwise the object stays, listed under 0·"free:"; a later squash or eos_squash_flush()
+ *    that gets the exclusive side deletes it if it still has no references, and gc anyway. The
+ *    try never waits while the writer lock is held (gc and destroy take the exclusive side
+ *    first, then the lock), so there is no deadlock.
+ * Publishes wait only for the locked part: head and lease reads, one multi-get of the touched
+ * counts and the synced batch; new change sets only while the exclusive side is held (the batch
+ * write). bench/squash-block measures it.
  */
+#include "store/squash.h"
+
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +58,6 @@
 
 #include "store/entry.h"
 #include "store/kv.h"
-#include "store/refs.h"
 #include "store/sandbox.h"
 #include "store/store-internal.h"
 
@@ -144,9 +175,7 @@ keyset_contains(const struct keyset *ks, const void *key, size_t len)
 /* --- walking the trees of the retained versions ----------------------------------------------- */
 
 struct squash {
-	struct eos_store *st;
-	const char *id;
-	uint64_t sbx;
+	struct eos_squash_plan *p;
 	struct keyset kept;
 	struct keyset whiteouts; /* candidates */
 };
@@ -182,7 +211,7 @@ mark(struct squash *sq, const char *dir, size_t dlen, const char *name, size_t n
 	EOS_CLEANUP(eos_buf_release) struct eos_buf key = { 0 };
 	int r;
 
-	r = eos_entry_key(&key, sq->sbx, dir, dlen, name, nlen, e->st.version);
+	r = eos_entry_key(&key, sq->p->sbx, dir, dlen, name, nlen, e->st.version);
 	if (r < 0)
 		return r;
 	if (e->st.kind == EOS_KIND_WHITEOUT)
@@ -223,17 +252,28 @@ list_one(void *ctx, const char *name, size_t nlen, const struct eos_entry *e)
 }
 
 static int
+check_cancel(const struct eos_squash_plan *p, struct eos_error *err)
+{
+	if (p->cancel && atomic_load_explicit(p->cancel, memory_order_relaxed))
+		return eos_error_set(err, -ECANCELED, "squash '%s': cancelled", p->id);
+	return 0;
+}
+
+static int
 walk_dir(struct squash *sq, uint64_t v, const char *dir, uint64_t floor, struct eos_error *err)
 {
 	EOS_CLEANUP(list_ctx_release)
 	struct list_ctx c = { .sq = sq, .dir = dir, .dlen = strlen(dir), .floor = floor };
+	const struct eos_squash_plan *p = sq->p;
 	int r;
 
-	r = eos_entry_list(sq->st, NULL, sq->sbx, v, dir, c.dlen, floor, NULL,
-			   EOS_ENTRY_LIST_WHITEOUTS | EOS_ENTRY_LIST_BELOW_FLOOR, list_one, &c,
-			   err);
+	r = check_cancel(p, err);
+	if (r == 0)
+		r = eos_entry_list(p->st, p->snap, p->sbx, v, dir, c.dlen, floor, NULL,
+				   EOS_ENTRY_LIST_WHITEOUTS | EOS_ENTRY_LIST_BELOW_FLOOR, list_one,
+				   &c, err);
 	if (c.error < 0)
-		return eos_error_set(err, c.error, "squash '%s': list '%s': %s", sq->id, dir,
+		return eos_error_set(err, c.error, "squash '%s': list '%s': %s", p->id, dir,
 				     strerror(-c.error));
 	if (r < 0)
 		return r;
@@ -249,13 +289,14 @@ static int
 walk_version(struct squash *sq, uint64_t v, struct eos_error *err)
 {
 	EOS_CLEANUP(eos_entry_release) struct eos_entry root = { 0 };
+	const struct eos_squash_plan *p = sq->p;
 	int r;
 
 	eos_entry_init(&root);
-	r = eos_entry_get_raw(sq->st, NULL, sq->sbx, v, "", 0, "", 0, &root, err);
+	r = eos_entry_get_raw(p->st, p->snap, p->sbx, v, "", 0, "", 0, &root, err);
 	if (r == -ENOENT || (r == 0 && root.st.kind != EOS_KIND_DIR))
 		return eos_error_set(err, -EBADMSG,
-				     "squash '%s': no root directory at version %llu", sq->id,
+				     "squash '%s': no root directory at version %llu", p->id,
 				     (unsigned long long)v);
 	if (r < 0)
 		return r;
@@ -302,39 +343,48 @@ resolve_whiteouts(struct squash *sq)
 
 /* --- deleting entries ------------------------------------------------------------------------- */
 
+/* Stage the deletion of entry k and drop its content's reference. Newer than the head: keep. */
 static int
-drop_entry(struct squash *sq, struct eos_refdelta *d, const uint8_t *k, size_t klen,
-	   const uint8_t *v, size_t vlen, struct eos_error *err)
+drop_entry(struct squash *sq, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen,
+	   struct eos_error *err)
 {
 	EOS_CLEANUP(eos_entry_release) struct eos_entry e = { 0 };
+	struct eos_squash_plan *p = sq->p;
 	struct eos_entry_key_parts parts;
 	int r;
 
 	eos_entry_init(&e);
 	r = eos_entry_key_decode(k, klen, &parts);
+	if (r == 0 && parts.version > p->head)
+		return 0;
 	if (r == 0)
 		r = eos_entry_decode(v, vlen, parts.version, &e);
 	if (r < 0)
-		return eos_error_set(err, -EBADMSG, "squash '%s': corrupt entry record", sq->id);
-	if (e.st.kind != EOS_KIND_FILE)
-		return 0;
-	return eos_refdelta_add_content(d, &e.st.content, -1);
+		return eos_error_set(err, -EBADMSG, "squash '%s': corrupt entry record", p->id);
+	if (e.st.kind == EOS_KIND_FILE) {
+		r = eos_squash_refs_drop(p->refs, &e.st.content);
+		if (r < 0)
+			return r;
+	}
+	eos_kv_batch_delete(p->batch, EOS_CF_ENTRIES, k, klen);
+	p->entries_removed++;
+	return 0;
 }
 
 static int
-drop_entries(struct squash *sq, struct eos_kv_batch *b, struct eos_refdelta *d, uint64_t *ret_n,
-	     struct eos_error *err)
+drop_entries(struct squash *sq, struct eos_error *err)
 {
 	EOS_CLEANUP(eos_kv_iter_freep) struct eos_kv_iter *it = NULL;
+	struct eos_squash_plan *p = sq->p;
 	uint8_t lo[8], hi[8];
 	int r;
 
-	eos_put_be64(lo, sq->sbx);
-	eos_put_be64(hi, sq->sbx + 1);
-	r = eos_kv_iter_new(sq->st->kv, EOS_CF_ENTRIES, NULL, hi, sizeof(hi),
+	eos_put_be64(lo, p->sbx);
+	eos_put_be64(hi, p->sbx + 1);
+	r = eos_kv_iter_new(p->st->kv, EOS_CF_ENTRIES, p->snap, hi, sizeof(hi),
 			    EOS_KV_ITER_NO_CACHE_FILL, &it);
 	if (r < 0)
-		return eos_error_set(err, r, "squash '%s': iterate entries", sq->id);
+		return eos_error_set(err, r, "squash '%s': iterate entries", p->id);
 	for (eos_kv_iter_seek(it, lo, sizeof(lo)); eos_kv_iter_valid(it); eos_kv_iter_next(it)) {
 		size_t klen, vlen;
 		const uint8_t *k = eos_kv_iter_key(it, &klen);
@@ -343,11 +393,9 @@ drop_entries(struct squash *sq, struct eos_kv_batch *b, struct eos_refdelta *d, 
 		if (keyset_contains(&sq->kept, k, klen))
 			continue;
 		v = eos_kv_iter_value(it, &vlen);
-		r = drop_entry(sq, d, k, klen, v, vlen, err);
+		r = drop_entry(sq, k, klen, v, vlen, err);
 		if (r < 0)
 			return r;
-		eos_kv_batch_delete(b, EOS_CF_ENTRIES, k, klen);
-		(*ret_n)++;
 	}
 	return eos_kv_iter_status(it, err);
 }
@@ -359,6 +407,12 @@ struct layers {
 	size_t n, cap;
 };
 
+static void
+layers_release(struct layers *ls)
+{
+	free(ls->v);
+}
+
 static int
 layers_push(struct layers *ls, const struct eos_layer_info *l)
 {
@@ -368,19 +422,19 @@ layers_push(struct layers *ls, const struct eos_layer_info *l)
 	return 0;
 }
 
-/* All layer records of the sandbox, oldest first (key order). */
+/* All layer records of the sandbox at the snapshot, oldest first (key order). */
 static int
-layers_load(struct squash *sq, struct layers *ls, struct eos_error *err)
+layers_load(const struct eos_squash_plan *p, struct layers *ls, struct eos_error *err)
 {
 	EOS_CLEANUP(eos_kv_iter_freep) struct eos_kv_iter *it = NULL;
 	uint8_t lo[8], hi[8];
 	int r;
 
-	eos_put_be64(lo, sq->sbx);
-	eos_put_be64(hi, sq->sbx + 1);
-	r = eos_kv_iter_new(sq->st->kv, EOS_CF_LAYERS, NULL, hi, sizeof(hi), 0, &it);
+	eos_put_be64(lo, p->sbx);
+	eos_put_be64(hi, p->sbx + 1);
+	r = eos_kv_iter_new(p->st->kv, EOS_CF_LAYERS, p->snap, hi, sizeof(hi), 0, &it);
 	if (r < 0)
-		return eos_error_set(err, r, "squash '%s': iterate layers", sq->id);
+		return eos_error_set(err, r, "squash '%s': iterate layers", p->id);
 	for (eos_kv_iter_seek(it, lo, sizeof(lo)); eos_kv_iter_valid(it); eos_kv_iter_next(it)) {
 		struct eos_layer_info l;
 		size_t klen, vlen;
@@ -391,7 +445,7 @@ layers_load(struct squash *sq, struct layers *ls, struct eos_error *err)
 			       : -EBADMSG;
 		if (r < 0)
 			return eos_error_set(err, -EBADMSG, "squash '%s': corrupt layer record",
-					     sq->id);
+					     p->id);
 		r = layers_push(ls, &l);
 		if (r < 0)
 			return r;
@@ -453,8 +507,7 @@ stage_layer_delete(struct eos_kv_batch *b, uint64_t sbx, uint64_t v)
  * into the next retained one, whose record is rewritten when its parent or range changes.
  */
 static int
-fold_layers(struct squash *sq, const struct layers *ls, const uint64_t *keep, size_t nkeep,
-	    struct eos_kv_batch *b, uint64_t *ret_removed)
+fold_layers(struct eos_squash_plan *p, const struct layers *ls)
 {
 	struct eos_layer_info acc = { 0 };
 	uint64_t prev = 0;
@@ -464,13 +517,13 @@ fold_layers(struct squash *sq, const struct layers *ls, const uint64_t *keep, si
 	for (size_t i = 0; i < ls->n; i++) {
 		const struct eos_layer_info *l = &ls->v[i];
 
-		if (!is_retained(keep, nkeep, l->version)) {
-			if (l->version > keep[nkeep - 1])
+		if (!is_retained(p->keep, p->nkeep, l->version)) {
+			if (l->version > p->head)
 				continue; /* beyond the head: not ours to judge (fsck reports it) */
 			merge_layer(&acc, l->squashed_from ? l->squashed_from : l->version, l);
 			folded = true;
-			(*ret_removed)++;
-			r = stage_layer_delete(b, sq->sbx, l->version);
+			p->layers_removed++;
+			r = stage_layer_delete(p->batch, p->sbx, l->version);
 			if (r < 0)
 				return r;
 			continue;
@@ -480,7 +533,7 @@ fold_layers(struct squash *sq, const struct layers *ls, const uint64_t *keep, si
 
 			nl.parent = prev;
 			merge_layer(&nl, acc.squashed_from, &acc);
-			r = stage_layer(b, sq->sbx, &nl);
+			r = stage_layer(p->batch, p->sbx, &nl);
 			if (r < 0)
 				return r;
 		}
@@ -491,7 +544,7 @@ fold_layers(struct squash *sq, const struct layers *ls, const uint64_t *keep, si
 	return 0;
 }
 
-/* --- the operation ---------------------------------------------------------------------------- */
+/* --- the plan --------------------------------------------------------------------------------- */
 
 static bool
 has_layer(const struct layers *ls, uint64_t v)
@@ -502,37 +555,58 @@ has_layer(const struct layers *ls, uint64_t v)
 	return false;
 }
 
-/* R = {head} ∪ lease versions, sorted and unique; each must have a layer record. */
+/* The head at the snapshot. */
 static int
-retained_versions(struct squash *sq, const struct layers *ls, uint64_t **ret, size_t *ret_n,
-		  struct eos_error *err)
+snapshot_head(struct eos_squash_plan *p, struct eos_error *err)
 {
-	cleanup_free uint64_t *keep = NULL;
-	uint64_t head;
-	size_t n = 0;
-	int r;
+	EOS_CLEANUP(eos_buf_release) struct eos_buf key = { 0 };
+	EOS_CLEANUP(eos_buf_release) struct eos_buf val = { 0 };
+	int r = eos_meta_key(&key, p->sbx, "head");
 
-	r = eos_sandbox_head(sq->st, sq->sbx, &head, err);
-	if (r == 0)
-		r = eos_lease_versions(sq->st, sq->sbx, &keep, &n, err);
 	if (r < 0)
 		return r;
-	if (n == 0 || keep[n - 1] < head) {
-		uint64_t *p = reallocarray(keep, n + 1, sizeof(*p));
+	r = eos_kv_get(p->st->kv, p->snap, EOS_CF_META, key.data, key.len, &val, err);
+	if (r == -ENOENT)
+		return eos_error_set(err, r, "sandbox '%s' does not exist", p->id);
+	if (r < 0)
+		return eos_error_prefix(err, r, "squash '%s'", p->id);
+	if (val.len != 8)
+		return eos_error_set(err, -EBADMSG, "squash '%s': head record is corrupt", p->id);
+	p->head = eos_get_le64(val.data);
+	return 0;
+}
 
-		if (!p)
-			return -ENOMEM;
-		keep = p;
-		keep[n++] = head;
-	}
+/*
+ * R = {head} ∪ lease versions <= head, sorted and unique; each must have a layer record. The
+ * leases are read after the snapshot was taken: a lease that has gone since only keeps more.
+ */
+static int
+retained_versions(struct eos_squash_plan *p, const struct layers *ls, struct eos_error *err)
+{
+	cleanup_free uint64_t *keep = NULL;
+	size_t n = 0, out = 0;
+	uint64_t *q;
+	int r;
+
+	r = eos_lease_versions(p->st, p->sbx, &keep, &n, err);
+	if (r < 0)
+		return r;
+	q = reallocarray(keep, n + 1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	keep = q;
 	for (size_t i = 0; i < n; i++)
-		if (keep[i] > head || !has_layer(ls, keep[i]))
+		if (keep[i] < p->head)
+			keep[out++] = keep[i];
+	keep[out++] = p->head;
+	for (size_t i = 0; i < out; i++)
+		if (!has_layer(ls, keep[i]))
 			return eos_error_set(
 				err, -EBADMSG,
-				"squash '%s': retained version %llu has no layer record", sq->id,
+				"squash '%s': retained version %llu has no layer record", p->id,
 				(unsigned long long)keep[i]);
-	*ret = TAKE_PTR(keep);
-	*ret_n = n;
+	p->keep = TAKE_PTR(keep);
+	p->nkeep = out;
 	return 0;
 }
 
@@ -544,79 +618,70 @@ squash_release(struct squash *sq)
 }
 
 static int
-squash_stage(struct squash *sq, struct eos_kv_batch *b, struct eos_refdelta *d,
-	     struct eos_squash_result *res, struct eos_error *err)
+plan_entries(struct eos_squash_plan *p, struct eos_error *err)
 {
-	struct layers ls = { 0 };
-	cleanup_free uint64_t *keep = NULL;
-	size_t nkeep = 0;
-	int r;
+	EOS_CLEANUP(squash_release) struct squash sq = { .p = p };
+	int r = 0;
 
-	r = layers_load(sq, &ls, err);
+	keyset_init(&sq.kept);
+	keyset_init(&sq.whiteouts);
+	for (size_t i = 0; r == 0 && i < p->nkeep; i++)
+		r = walk_version(&sq, p->keep[i], err);
 	if (r == 0)
-		r = retained_versions(sq, &ls, &keep, &nkeep, err);
-	for (size_t i = 0; r == 0 && i < nkeep; i++)
-		r = walk_version(sq, keep[i], err);
+		r = resolve_whiteouts(&sq);
 	if (r == 0)
-		r = resolve_whiteouts(sq);
+		r = check_cancel(p, err);
 	if (r == 0)
-		r = drop_entries(sq, b, d, &res->entries_removed, err);
-	if (r == 0)
-		r = fold_layers(sq, &ls, keep, nkeep, b, &res->layers_removed);
-	free(ls.v);
+		r = drop_entries(&sq, err);
 	return r;
 }
 
 static int
-squash_locked(struct eos_store *st, const char *id, struct eos_squash_result *res,
-	      struct eos_error *err)
+plan_all(struct eos_squash_plan *p, struct eos_error *err)
 {
-	EOS_CLEANUP(squash_release) struct squash sq = { .st = st, .id = id };
-	EOS_CLEANUP(eos_kv_batch_freep) struct eos_kv_batch *b = NULL;
-	EOS_CLEANUP(eos_refdelta_freep) struct eos_refdelta *d = NULL;
-	struct eos_refs_freed freed = { 0 };
+	EOS_CLEANUP(layers_release) struct layers ls = { 0 };
 	int r;
 
-	keyset_init(&sq.kept);
-	keyset_init(&sq.whiteouts);
-	r = eos_sandbox_resolve(st, id, &sq.sbx, err);
-	if (r < 0)
-		return r;
-	if (eos_kv_batch_new(&b) < 0 || eos_refdelta_new(&d) < 0)
-		return eos_error_set(err, -ENOMEM, "squash '%s': out of memory", id);
-	r = squash_stage(&sq, b, d, res, err);
-	if (r < 0)
-		return r == -ENOMEM ? eos_error_set(err, r, "squash '%s': out of memory", id) : r;
-	if (eos_kv_batch_count(b) == 0) {
-		*res = (struct eos_squash_result){ 0 };
-		return 0;
-	}
-	r = eos_refdelta_apply(st, d, b, &freed, err);
+	r = snapshot_head(p, err);
 	if (r == 0)
-		r = eos_kv_batch_write(st->kv, b, true, err);
-	if (r < 0)
-		return eos_error_prefix(err, r, "squash '%s'", id);
-	res->chunks_freed = freed.chunks;
-	res->bytes_freed = freed.bytes;
-	return 0;
+		r = layers_load(p, &ls, err);
+	if (r == 0)
+		r = retained_versions(p, &ls, err);
+	if (r == 0)
+		r = plan_entries(p, err);
+	if (r == 0)
+		r = fold_layers(p, &ls);
+	if (r == 0)
+		r = check_cancel(p, err);
+	if (r == 0)
+		r = eos_squash_refs_prepare(p->st, p->refs, err);
+	return r;
 }
 
 int
-eos_store_squash(struct eos_store *st, const char *sandbox, struct eos_squash_result *ret,
-		 struct eos_error *err)
+eos_squash_plan_make(struct eos_squash_plan *p, struct eos_error *err)
 {
-	struct eos_squash_result res = { 0 };
 	int r;
 
-	r = eos_sandbox_id_check(sandbox, err);
-	if (r < 0)
-		return r;
-	eos_store_exclusive_begin(st);
-	pthread_mutex_lock(&st->write_lock);
-	r = squash_locked(st, sandbox, &res, err);
-	pthread_mutex_unlock(&st->write_lock);
-	eos_store_exclusive_end(st);
-	if (r == 0 && ret)
-		*ret = res;
+	p->snap = eos_kv_snapshot_new(p->st->kv);
+	if (!p->snap || eos_kv_batch_new(&p->batch) < 0 || eos_squash_refs_new(&p->refs) < 0)
+		return eos_error_set(err, -ENOMEM, "squash '%s': out of memory", p->id);
+	r = plan_all(p, err);
+	if (r == -ENOMEM)
+		return eos_error_set(err, r, "squash '%s': out of memory", p->id);
 	return r;
+}
+
+void
+eos_squash_plan_release(struct eos_squash_plan *p)
+{
+	if (p->snap)
+		eos_kv_snapshot_free(p->st->kv, p->snap);
+	eos_kv_batch_free(p->batch);
+	eos_squash_refs_free(p->refs);
+	free(p->keep);
+	p->snap = NULL;
+	p->batch = NULL;
+	p->refs = NULL;
+	p->keep = NULL;
 }

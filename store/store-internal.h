@@ -21,6 +21,8 @@ struct eos_sandbox_cache_entry {
 	uint64_t sbx;
 };
 
+struct eos_autosquash;
+
 struct eos_store {
 	char *dir;
 	int lock_fd; /* flock()ed dir/owner.lock, holds our pid */
@@ -37,6 +39,10 @@ struct eos_store {
 	unsigned pins;
 	bool exclusive;
 
+	/* One squash at a time (squash-write.c); the automatic policy (autosquash.c). */
+	pthread_mutex_t squash_lock;
+	struct eos_autosquash *autosquash;
+
 	/* id -> number cache (protected by sbx_lock). */
 	pthread_mutex_t sbx_lock;
 	struct eos_sandbox_cache_entry *sbx_cache;
@@ -46,9 +52,16 @@ struct eos_store {
 /* Pin the store against chunk deletion (changeset lifetime). Waits while exclusive. */
 void eos_store_pin(struct eos_store *st);
 void eos_store_unpin(struct eos_store *st);
-/* Wait until no pins and take the exclusive side (squash, destroy, gc). */
+/* Wait until no pins and take the exclusive side (destroy, gc). */
 void eos_store_exclusive_begin(struct eos_store *st);
 void eos_store_exclusive_end(struct eos_store *st);
+/* Take the exclusive side only if that needs no waiting (no pins, not held): true when taken. */
+bool eos_store_exclusive_try(struct eos_store *st);
+/*
+ * Wait up to timeout_ns for a moment with no pins, without holding new pins back meanwhile, and
+ * take the exclusive side then: true when taken.
+ */
+bool eos_store_exclusive_when_idle(struct eos_store *st, int64_t timeout_ns);
 
 /* Remove the data directory of session name of sandbox (name NULL: of all its sessions). */
 int eos_session_dirs_remove(struct eos_store *st, const char *sandbox, const char *name,
@@ -68,6 +81,10 @@ int eos_session_stage_reset(struct eos_kv_batch *b, uint64_t sbx, const char *na
  * Called outside the writer lock; never blocks.
  */
 void eos_autosquash_notify(struct eos_store *st, const char *sandbox);
+/* Set up the automatic squash policy at open (no thread yet). 0 or -ENOMEM. */
+int eos_autosquash_init(struct eos_store *st, unsigned threshold);
+/* Stop and join its thread (a running plan is cancelled) and free it; at close, before the kv. */
+void eos_autosquash_shutdown(struct eos_store *st);
 
 /* Current time in ns since the epoch (CLOCK_REALTIME). */
 int64_t eos_store_now_ns(void);

@@ -208,7 +208,8 @@ store_alloc(const char *dir, const struct eos_store_options *opts)
 	pthread_mutex_init(&st->pin_lock, NULL);
 	pthread_cond_init(&st->pin_cond, NULL);
 	pthread_mutex_init(&st->sbx_lock, NULL);
-	if (!st->dir) {
+	pthread_mutex_init(&st->squash_lock, NULL);
+	if (!st->dir || eos_autosquash_init(st, opts->squash_threshold) < 0) {
 		eos_store_close(st);
 		return NULL;
 	}
@@ -269,6 +270,7 @@ eos_store_close(struct eos_store *st)
 {
 	if (!st)
 		return;
+	eos_autosquash_shutdown(st); /* its thread uses the kv */
 	eos_kv_close(st->kv);
 	eos_chunk_cache_free(st->cache);
 	if (st->lock_fd >= 0)
@@ -277,6 +279,7 @@ eos_store_close(struct eos_store *st)
 	pthread_mutex_destroy(&st->pin_lock);
 	pthread_cond_destroy(&st->pin_cond);
 	pthread_mutex_destroy(&st->sbx_lock);
+	pthread_mutex_destroy(&st->squash_lock);
 	free(st->sbx_cache);
 	free(st->dir);
 	free(st);
@@ -310,6 +313,43 @@ eos_store_exclusive_begin(struct eos_store *st)
 		pthread_cond_wait(&st->pin_cond, &st->pin_lock);
 	st->exclusive = true;
 	pthread_mutex_unlock(&st->pin_lock);
+}
+
+bool
+eos_store_exclusive_try(struct eos_store *st)
+{
+	bool taken;
+
+	pthread_mutex_lock(&st->pin_lock);
+	taken = !st->exclusive && st->pins == 0;
+	if (taken)
+		st->exclusive = true;
+	pthread_mutex_unlock(&st->pin_lock);
+	return taken;
+}
+
+bool
+eos_store_exclusive_when_idle(struct eos_store *st, int64_t timeout_ns)
+{
+	struct timespec until;
+	bool taken;
+
+	clock_gettime(CLOCK_REALTIME, &until); /* the condition variable's clock */
+	until.tv_sec += (time_t)(timeout_ns / 1000000000LL);
+	until.tv_nsec += (long)(timeout_ns % 1000000000LL);
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&st->pin_lock);
+	while ((st->exclusive || st->pins > 0) &&
+	       pthread_cond_timedwait(&st->pin_cond, &st->pin_lock, &until) == 0)
+		;
+	taken = !st->exclusive && st->pins == 0;
+	if (taken)
+		st->exclusive = true;
+	pthread_mutex_unlock(&st->pin_lock);
+	return taken;
 }
 
 void

@@ -1,5 +1,12 @@
 # SPDX-License-Identifier: MIT
 # Unit tests of the publish gate (included from tests/local.mk).
+# The automatic squash policy and the squash planned without a lock (store/autosquash.c).
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/test-autosquash
+tests_unit_test_autosquash_SOURCES = tests/unit/test-autosquash.c
+tests_unit_test_autosquash_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_autosquash_LDADD = $(TEST_LDADD) -lpthread
+endif
 # The publish gate itself: the merge table, scenarios and provenance, the model-checked property
 # test, and (with --enable-failpoints) atomicity at every failpoint of a publish.
 if HAVE_CHECK
