@@ -227,6 +227,8 @@ eos_publish_commit(struct eos_publish *p, struct eos_publish_result *ret, struct
 		eos_publish_result_release(ret);
 		return eos_error_prefix(err, r, "publish to '%s'", p->sandbox);
 	}
+	/* the change set is spent: unpin now, so the squash told below can free chunks at once */
+	eos_changeset_free(TAKE_PTR(p->cs));
 	if (ret->status == EOS_PUBLISH_PUBLISHED) {
 		if (p->session)
 			eos_session_dirs_remove(p->st, p->sandbox, p->session, NULL);

@@ -19,9 +19,11 @@
  * writers (RocksDB snapshots / MVCC keys). Content staging (hashing, chunking, compression, chunk
  * writes) runs in the caller's thread without any store lock, so many threads may stage into one
  * changeset concurrently. Commits of all sandboxes serialise on one short writer lock (only
- * re-checks and one synced WriteBatch run under it). Squash, destroy and gc delete chunks; they
- * wait until no changeset is alive and block new changesets while they run: never call them from
- * a thread that holds a changeset.
+ * re-checks and one synced WriteBatch run under it). Squash plans without any lock and holds the
+ * writer lock only for its batch; it frees chunks whose count reaches zero only when no changeset
+ * is alive at that moment, else it lists them for a later squash or gc. Destroy and gc wait until
+ * no changeset is alive and block new changesets while they run: never call them from a thread
+ * that holds a changeset.
  *
  * Errors. Every function returns 0 (or a count) on success and a negative errno on failure, and
  * fills the optional `err` with a message naming the subject. ENOENT: no such sandbox, version or
@@ -633,8 +635,9 @@ struct eos_squash_result {
 /*
  * Fold every run of layers that neither the head nor a lease needs into the next retained layer:
  * delete entry versions no retained version can see, drop their chunk references (freeing chunks
- * that reach zero) and record the squashed range. Every retained version reads byte-identically
- * before and after. One synced batch.
+ * that reach zero when no changeset is alive, else listed for later) and record the squashed
+ * range. Every retained version reads byte-identically before and after. Planned without a lock;
+ * one synced batch under the writer lock. -EAGAIN when leases kept moving under the plan.
  */
 int eos_store_squash(struct eos_store *st, const char *sandbox, struct eos_squash_result *ret,
 		     struct eos_error *err);
