@@ -447,7 +447,8 @@ struct eos_write_range {
 
 struct eos_publish_options {
 	const char *sandbox;
-	const char *session; /* the workspace session whose delta this is; NULL: a plain change set */
+	const char
+		*session; /* the workspace session whose delta this is; NULL: a plain change set */
 	/*
 	 * The version the changes were made against. 0: the session's leased version; for a plain
 	 * change set, the head at commit time (blind writes: each replaces what it names, in
@@ -455,8 +456,8 @@ struct eos_publish_options {
 	 */
 	uint64_t base;
 	/*
-	 * Owner of the layer and of new lines no write range claims. NULL: "workspace_session:<name>"
-	 * for a session, else "unknown".
+	 * Owner of the layer and of new lines no write range claims. NULL:
+	 * "workspace_session:<name>" for a session, else "unknown".
 	 */
 	const char *owner;
 };
@@ -464,13 +465,14 @@ struct eos_publish_options {
 /* One staged regular file: exactly one of data_path, data (with len) and content is set. */
 struct eos_publish_file {
 	struct eos_attr attr;
-	const char *data_path;		   /* content: the bytes of this host file, or */
-	const void *data;		   /* these len bytes (copied), or */
+	const char *data_path; /* content: the bytes of this host file, or */
+	const void *data;      /* these len bytes (copied), or */
 	size_t len;
-	const struct eos_content *content; /* content already in the store (unchanged bytes) */
+	const struct eos_content *content;    /* content already in the store (unchanged bytes) */
 	const struct eos_write_range *ranges; /* who wrote which bytes of it (copied) */
 	size_t nranges;
-	const char *origin; /* the base path it was renamed from (its line owners carry over), or NULL */
+	const char *origin; /* the base path it was renamed from (its line owners carry over), or
+			       NULL */
 };
 
 int eos_publish_begin(struct eos_store *st, const struct eos_publish_options *opts,
@@ -506,17 +508,17 @@ enum eos_publish_status {
 
 /* Values are reported by name ("content", "binary", …): never rely on the numbers. */
 enum eos_conflict_kind {
-	EOS_CONFLICT_CONTENT = 1,	/* overlapping text edits, or different insertions at a point */
-	EOS_CONFLICT_BINARY,		/* either side binary and the sides differ */
-	EOS_CONFLICT_TOO_LARGE,		/* either side above the text-merge limit and they differ */
-	EOS_CONFLICT_DELETE_MODIFY,	/* the session deleted what the head modified */
-	EOS_CONFLICT_MODIFY_DELETE,	/* the session modified what the head deleted */
-	EOS_CONFLICT_TYPE,		/* file / directory / symlink changed on either side */
-	EOS_CONFLICT_DIRECTORY,		/* the session removed or replaced a directory the head changed
-					 * below (detail names the descendant) */
-	EOS_CONFLICT_PARENT,		/* the head removed or replaced a parent of a session path */
-	EOS_CONFLICT_MODE,		/* both changed the permission bits, differently */
-	EOS_CONFLICT_SYMLINK,		/* both changed a symlink's target, differently */
+	EOS_CONFLICT_CONTENT = 1,   /* overlapping text edits, or different insertions at a point */
+	EOS_CONFLICT_BINARY,	    /* either side binary and the sides differ */
+	EOS_CONFLICT_TOO_LARGE,	    /* either side above the text-merge limit and they differ */
+	EOS_CONFLICT_DELETE_MODIFY, /* the session deleted what the head modified */
+	EOS_CONFLICT_MODIFY_DELETE, /* the session modified what the head deleted */
+	EOS_CONFLICT_TYPE,	    /* file / directory / symlink changed on either side */
+	EOS_CONFLICT_DIRECTORY,	    /* the session removed or replaced a directory the head changed
+				     * below (detail names the descendant) */
+	EOS_CONFLICT_PARENT,	    /* the head removed or replaced a parent of a session path */
+	EOS_CONFLICT_MODE,	    /* both changed the permission bits, differently */
+	EOS_CONFLICT_SYMLINK,	    /* both changed a symlink's target, differently */
 };
 const char *eos_conflict_kind_name(enum eos_conflict_kind k);
 
@@ -535,7 +537,8 @@ struct eos_conflict_lines {
 struct eos_conflict {
 	char *path;
 	enum eos_conflict_kind kind;
-	char *detail; /* DIRECTORY: the descendant the head changed; PARENT: the parent; else NULL */
+	char *detail; /* DIRECTORY: the descendant the head changed; PARENT: the parent; else NULL
+		       */
 	char base_fp[EOS_FINGERPRINT_MAX], head_fp[EOS_FINGERPRINT_MAX],
 		session_fp[EOS_FINGERPRINT_MAX];
 	struct eos_conflict_lines *lines; /* CONTENT: every conflicting region */
@@ -571,12 +574,13 @@ EOS_DEFINE_CLEANUP(struct eos_publish *, eos_publish_free)
 /* --- blame: who wrote each line (store/blame.c) ----------------------------------------------- */
 
 #define EOS_OWNER_ORIGINAL "original" /* lines never touched since the import */
-#define EOS_OWNER_UNKNOWN "unknown"   /* lines whose writer cannot be known */
+#define EOS_OWNER_UNKNOWN  "unknown"  /* lines whose writer cannot be known */
 
 struct eos_blame_range {
 	uint32_t start_line; /* 1-based */
 	uint32_t line_count;
-	const char *owner; /* "original", "unknown", "workspace_session:ws-17", "operation:req-91" */
+	const char
+		*owner; /* "original", "unknown", "workspace_session:ws-17", "operation:req-91" */
 };
 
 /*
@@ -591,8 +595,8 @@ int eos_store_blame(struct eos_store *st, const char *sandbox, uint64_t v, const
 /* --- export: the published delta between two versions (store/export*.c) ---------------------- */
 
 enum eos_export_format {
-	EOS_EXPORT_DIR = 1,	/* applied onto an existing destination directory */
-	EOS_EXPORT_TAR = 2,	/* OCI layer: deletions as .wh.<name>, opaque dirs as .wh..wh..opq */
+	EOS_EXPORT_DIR = 1, /* applied onto an existing destination directory */
+	EOS_EXPORT_TAR = 2, /* OCI layer: deletions as .wh.<name>, opaque dirs as .wh..wh..opq */
 	EOS_EXPORT_TAR_ZST = 3, /* the same, zstd-compressed */
 	EOS_EXPORT_PATCH = 4,	/* unified diff with git's extended headers (git apply) */
 };
@@ -604,8 +608,9 @@ struct eos_export_options {
 	uint64_t from; /* 0: the oldest retained version (the base) */
 	uint64_t to;   /* 0: the head */
 	enum eos_export_format format;
-	const char *dest; /* DIR: the directory to apply onto; others: the file to create, or NULL: */
-	int fd;		  /* … write the archive or patch to this descriptor */
+	const char
+		*dest; /* DIR: the directory to apply onto; others: the file to create, or NULL: */
+	int fd;	       /* … write the archive or patch to this descriptor */
 };
 
 struct eos_export_result {
