@@ -791,8 +791,6 @@ check_round_trips(const char *sb, uint64_t from, uint64_t to)
 		 (unsigned long long)to);
 	checkout(sb, from, tar);
 	export_ok(sb, from, to, EOS_EXPORT_TAR, layer);
-	if (getenv("EOS_TEST_KEEP_LAYER"))
-		run("cp -n '%s' '%s'", layer, getenv("EOS_TEST_KEEP_LAYER"));
 	tar_apply(layer, tar, false);
 	compare_tree(sb, to, tar);
 
@@ -812,8 +810,6 @@ check_round_trips(const char *sb, uint64_t from, uint64_t to)
 	    "&& git clean -fdq",
 	    git);
 	export_ok(sb, from, to, EOS_EXPORT_PATCH, patch);
-	if (getenv("EOS_TEST_KEEP_PATCH"))
-		run("cp '%s' '%s'", patch, getenv("EOS_TEST_KEEP_PATCH"));
 	run("cd '%s' && git apply --index --allow-empty '%s'", git, patch);
 	compare_git(sb, to, git);
 
@@ -1464,6 +1460,9 @@ export_suite(void)
 int
 main(void)
 {
+	cleanup_free char *root = NULL;
+	int r;
+
 	/* The checkouts belong to random owners: git must not refuse them as "dubious". */
 	setenv("GIT_CONFIG_COUNT", "1", 1);
 	setenv("GIT_CONFIG_KEY_0", "safe.directory", 1);
@@ -1472,5 +1471,10 @@ main(void)
 		fprintf(stderr, "test-export: git is required (patch round trips)\n");
 		return EXIT_FAILURE;
 	}
-	return eos_test_run(export_suite());
+	/* Every test's directories live below one that goes even when a test fails. */
+	root = eos_test_tmpdir("export-run");
+	setenv("TMPDIR", root, 1);
+	r = eos_test_run(export_suite());
+	eos_test_rm_rf(root);
+	return r;
 }
