@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * store/import: the parts of eos_store_import() shared by the directory walker (import.c) and the
- * tar reader (import-tar.c, the only file that includes <archive.h>).
+ * tar reader (import-tar.c, over the libarchive wrapper store/archive.c).
  *
  * Both importers first scan their source completely (collecting every special or unreadable
  * file, so that one error lists them all), then open ONE change set that creates the sandbox,
