@@ -424,11 +424,12 @@ random_edit(const char *base, uint64_t *seed, unsigned density)
 
 START_TEST(test_merge_against_git)
 {
-	cleanup_free char *dir = eos_test_tmpdir("merge");
+	cleanup_free char *dir = NULL;
 	uint64_t seed = 42 + (uint64_t)_i * 1000003;
 	unsigned clean = 0, conflicts = 0, regions = 0;
 
 	require_git();
+	dir = eos_test_tmpdir("merge");
 	for (int round = 0; round < 150; round++) {
 		unsigned density = 6 + (unsigned)round % 30; /* one line in density/4 edited */
 		cleanup_free char *base = random_edit("", &seed, 0);
@@ -807,5 +808,8 @@ git_suite(void)
 int
 main(void)
 {
+	/* git without the user's or the system's configuration (autocrlf, apply.whitespace...) */
+	setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+	setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
 	return eos_test_run(git_suite());
 }

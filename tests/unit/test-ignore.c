@@ -495,11 +495,12 @@ write_ignore(const char *root, const char *dir, const char *text)
 
 START_TEST(test_against_git)
 {
-	cleanup_free char *root = eos_test_tmpdir("ignore");
+	cleanup_free char *root = NULL;
 	struct path_set s = { 0 };
 	size_t mismatches, nignored = 0;
 
 	require_git();
+	root = eos_test_tmpdir("ignore");
 	make_paths(&s);
 	create_paths(root, &s);
 	write_ignore(root, "", tricky_root);
@@ -626,5 +627,8 @@ ignore_suite(void)
 int
 main(void)
 {
+	/* git without the user's or the system's configuration (autocrlf, apply.whitespace...) */
+	setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+	setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
 	return eos_test_run(ignore_suite());
 }
