@@ -33,6 +33,7 @@
 #include "common/error.h"
 #include "common/path.h"
 
+#include "store/blame.h"
 #include "store/codec.h"
 #include "store/content.h"
 #include "store/entry.h"
@@ -252,6 +253,27 @@ seeds_records(struct seeds *s)
 }
 
 static void
+seeds_blame(struct seeds *s)
+{
+	EOS_CLEANUP(eos_blame_release) struct eos_blame b = { 0 };
+	static char original[] = "original", op[] = "operation:req-91";
+	static char ws[] = "workspace_session:ws-17";
+	char *owners[] = { original, op, ws };
+	struct eos_blame_run runs[] = { { 3, 0 }, { 1, 1 }, { 7, 2 }, { 2, 0 } };
+	struct eos_blame v = {
+		.lines = 13, .runs = runs, .nruns = 4, .owners = owners, .nowners = 3
+	};
+
+	must(eos_blame_encode(&v, seed_new(s, 'b')), "encode a blame record");
+	must(eos_blame_single(&b, 40, EOS_OWNER_UNKNOWN), "make a blame record");
+	must(eos_blame_encode(&b, seed_new(s, 'b')), "encode a blame record");
+	v.nruns = 0;
+	v.nowners = 0;
+	v.lines = 0;
+	must(eos_blame_encode(&v, seed_new(s, 'b')), "encode a blame record");
+}
+
+static void
 seeds_reader(struct seeds *s)
 {
 	/* Ops (op % 5): u8, le32, le64, bytes (length byte), lp (max byte * 3). */
@@ -306,6 +328,7 @@ seeds_build(struct seeds *s)
 	seeds_manifests(s);
 	seeds_frames(s);
 	seeds_records(s);
+	seeds_blame(s);
 	seeds_reader(s);
 	seeds_paths(s);
 }

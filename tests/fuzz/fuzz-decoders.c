@@ -12,6 +12,7 @@
  *	'z'  chunk frame round trip: byte 0 picks the zstd level, the rest is encoded and decoded
  *	's'  sandbox record (eos_sandbox_record_decode)
  *	'l'  layer record (eos_layer_record_decode)
+ *	'b'  blame record (eos_blame_decode): what decodes encodes and decodes to the same runs
  *	'r'  a program for struct eos_reader: op bytes and operands read from the input itself
  *	'p'  a path (NUL-terminated copy): eos_name_check, eos_path_check, eos_path_normalize
  * Any other first byte picks a decoder by its value modulo their number, so every input tests
@@ -37,6 +38,7 @@
 #include "common/error.h"
 #include "common/path.h"
 
+#include "store/blame.h"
 #include "store/codec.h"
 #include "store/content.h"
 #include "store/entry.h"
@@ -359,6 +361,55 @@ fuzz_layer_record(const uint8_t *p, size_t n)
 	FUZZ_CHECK(layer_equal(&l, &again));
 }
 
+/* --- blame records --------------------------------------------------------------------------- */
+
+/* The same lines with the same owner each, whatever the runs and owner tables look like. */
+static bool
+blame_equal(const struct eos_blame *a, const struct eos_blame *b)
+{
+	size_t ia = 0, ib = 0;
+	uint32_t la = 0, lb = 0;
+
+	if (a->lines != b->lines)
+		return false;
+	while (ia < a->nruns && ib < b->nruns) {
+		const struct eos_blame_run *ra = &a->runs[ia], *rb = &b->runs[ib];
+		uint32_t left_a = ra->count - la, left_b = rb->count - lb;
+		uint32_t step = left_a < left_b ? left_a : left_b;
+
+		if (strcmp(a->owners[ra->owner], b->owners[rb->owner]) != 0)
+			return false;
+		la += step;
+		lb += step;
+		if (la == ra->count) {
+			ia++;
+			la = 0;
+		}
+		if (lb == rb->count) {
+			ib++;
+			lb = 0;
+		}
+	}
+	return true;
+}
+
+static void
+fuzz_blame(const uint8_t *p, size_t n)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf out = { 0 };
+	EOS_CLEANUP(eos_blame_release) struct eos_blame b = { 0 }, again = { 0 };
+	int r = eos_blame_decode(p, n, &b);
+
+	FUZZ_CHECK(decode_result_ok(r));
+	if (r < 0)
+		return;
+	for (size_t i = 0; i < b.nruns; i++)
+		FUZZ_CHECK(b.runs[i].owner < b.nowners && b.runs[i].count > 0);
+	FUZZ_CHECK(eos_blame_encode(&b, &out) == 0);
+	FUZZ_CHECK(eos_blame_decode(out.data, out.len, &again) == 0);
+	FUZZ_CHECK(blame_equal(&b, &again));
+}
+
 /* --- the reader ------------------------------------------------------------------------------- */
 
 enum reader_op {
@@ -522,6 +573,7 @@ static const struct fuzz_target targets[] = {
 	{ 'e', fuzz_entry },	    { 'k', fuzz_entry_key },	    { 'm', fuzz_manifest },
 	{ 'c', fuzz_codec },	    { 'z', fuzz_codec_round_trip }, { 's', fuzz_sandbox_record },
 	{ 'l', fuzz_layer_record }, { 'r', fuzz_reader },	    { 'p', fuzz_path },
+	{ 'b', fuzz_blame },
 };
 
 int
