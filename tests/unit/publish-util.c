@@ -15,6 +15,32 @@ char *pu_dir;
 char pu_sbx[EOS_SANDBOX_ID_MAX + 1];
 static unsigned sandbox_seq;
 
+static char *suite_tmp, *saved_tmpdir;
+
+void
+pu_suite_setup(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	saved_tmpdir = t ? strdup(t) : NULL;
+	suite_tmp = eos_test_tmpdir("publish");
+	ck_assert_int_eq(setenv("TMPDIR", suite_tmp, 1), 0);
+}
+
+void
+pu_suite_teardown(void)
+{
+	eos_test_rm_rf(suite_tmp);
+	free(suite_tmp);
+	suite_tmp = NULL;
+	if (saved_tmpdir)
+		setenv("TMPDIR", saved_tmpdir, 1);
+	else
+		unsetenv("TMPDIR");
+	free(saved_tmpdir);
+	saved_tmpdir = NULL;
+}
+
 void
 pu_setup(void)
 {

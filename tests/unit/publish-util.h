@@ -69,6 +69,12 @@ extern struct eos_store *pu_st;
 extern char *pu_dir;
 extern char pu_sbx[EOS_SANDBOX_ID_MAX + 1]; /* the current sandbox */
 
+/*
+ * Unchecked fixture (runs in the runner's process): a temp dir made $TMPDIR for the tests'
+ * stores, removed afterwards with whatever a failed test (which skips its teardown) left.
+ */
+void pu_suite_setup(void);
+void pu_suite_teardown(void);
 /* Check fixture: open a store in a fresh temp dir / close and remove it. */
 void pu_setup(void);
 void pu_teardown(void);

@@ -269,6 +269,7 @@ failpoints_suite(void)
 	TCase *tc = tcase_create("commit");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_unchecked_fixture(tc, pu_suite_setup, pu_suite_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_publish_failpoints_write_nothing);
 	tcase_add_test(tc, test_plain_publish_failpoints);

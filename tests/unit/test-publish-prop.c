@@ -1264,6 +1264,7 @@ prop_suite(void)
 	TCase *tc = tcase_create("model");
 
 	tcase_add_checked_fixture(tc, pu_setup, pu_teardown);
+	tcase_add_unchecked_fixture(tc, pu_suite_setup, pu_suite_teardown);
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_random_publishes_match_model);
 	suite_add_tcase(s, tc);

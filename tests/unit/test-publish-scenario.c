@@ -718,6 +718,7 @@ scenario_suite(void)
 	TCase *prov = tcase_create("provenance");
 
 	tcase_add_checked_fixture(tc, pu_setup, pu_teardown);
+	tcase_add_unchecked_fixture(tc, pu_suite_setup, pu_suite_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_two_sessions_merge_and_blame);
 	tcase_add_test(tc, test_two_change_sets_merge_and_blame);
@@ -731,6 +732,7 @@ scenario_suite(void)
 	tcase_add_test(tc, test_data_path_and_session_dir);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(prov, pu_setup, pu_teardown);
+	tcase_add_unchecked_fixture(prov, pu_suite_setup, pu_suite_teardown);
 	tcase_set_timeout(prov, 60);
 	tcase_add_test(prov, test_layer_owners);
 	tcase_add_test(prov, test_write_ranges_give_line_owners);

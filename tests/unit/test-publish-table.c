@@ -1120,6 +1120,7 @@ table_suite(void)
 	TCase *tc = tcase_create("rows");
 
 	tcase_add_checked_fixture(tc, pu_setup, pu_teardown);
+	tcase_add_unchecked_fixture(tc, pu_suite_setup, pu_suite_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_untouched_taken_as_is);
 	tcase_add_test(tc, test_merge_different_lines);
