@@ -9,8 +9,9 @@
  * are line replacements of unique lines, so a three-way merge is exact), or a conflict. Checked:
  * the outcome agrees with the prediction (adjacent line edits may go either way), the store's
  * tree at every version equals the model, rejected actors left no trace (layer count, no entry
- * records above the head, sessions unchanged), blame line counts equal file line counts at every
- * retained version, and fsck is clean.
+ * records above the head, sessions unchanged), blame covers every line of every file at every
+ * retained version and names, for each line, the actor that wrote its (unique) text ("original"
+ * for the base; binary files: one range, their last writer), and fsck is clean.
  *
  * Environment: EOS_PUBLISH_SEED=n replays one seed (exactly with EOS_PUBLISH_THREADS=0, which
  * commits every group in this thread: groups committed from threads may commit in another
@@ -61,6 +62,7 @@ static const struct {
 enum {
 	NPATHS = sizeof(universe) / sizeof(universe[0]),
 	MAX_VERSIONS = 512,
+	MAX_ACTORS = 1024,
 	MAX_GROUP = 3,
 };
 
@@ -99,6 +101,7 @@ struct node {
 	char *data;
 	size_t len;
 	bool binary;
+	unsigned writer; /* binary files: who wrote the content (index into R.owners) */
 };
 
 struct tree {
@@ -161,7 +164,11 @@ struct run {
 	struct tree *trees; /* trees[v] for v = 1..head; [0] unused */
 	uint32_t *touched;  /* paths with a record written at v */
 	uint64_t head;
-	unsigned line_seq; /* unique line numbers */
+	unsigned line_seq;    /* unique line numbers */
+	unsigned *line_owner; /* line number -> who wrote the line (index into R.owners) */
+	size_t line_cap;
+	char (*owners)[64]; /* [0] "original", [1 + actor number] that actor's owner */
+	unsigned cur;	    /* who writes the content being generated */
 	unsigned actor_seq;
 	unsigned published, rejected, no_op, merged, either;
 };
@@ -228,6 +235,12 @@ append_line(struct eos_buf *b, int i, bool last)
 {
 	char line[32];
 
+	if (R.line_seq == R.line_cap) {
+		R.line_cap = R.line_cap ? 2 * R.line_cap : 1024;
+		R.line_owner = reallocarray(R.line_owner, R.line_cap, sizeof(*R.line_owner));
+		ck_assert_ptr_nonnull(R.line_owner);
+	}
+	R.line_owner[R.line_seq] = R.cur;
 	snprintf(line, sizeof(line), "line %u of %s", R.line_seq++, universe[i].path);
 	ck_assert_int_eq(eos_buf_append_str(b, line), 0);
 	if (!last || final_newline(i))
@@ -264,6 +277,7 @@ node_binary(struct node *n)
 	n->len = len;
 	n->kind = EOS_KIND_FILE;
 	n->binary = true;
+	n->writer = R.cur;
 }
 
 /* Split text into lines (pointers into data, each with its terminator). */
@@ -680,20 +694,25 @@ actor_begin(struct actor *a)
 
 	for (int i = 0; i < NPATHS; i++)
 		a->origin[i] = -1;
+	snprintf(a->name, sizeof(a->name), "s%u", R.actor_seq);
+	if (a->kind == A_SESSION)
+		snprintf(a->owner, sizeof(a->owner), "workspace_session:%s", a->name);
+	else
+		snprintf(a->owner, sizeof(a->owner), "operation:op-%u", R.actor_seq);
+	ck_assert_uint_lt(R.actor_seq + 1, MAX_ACTORS);
+	R.cur = R.actor_seq + 1;
+	snprintf(R.owners[R.cur], sizeof(R.owners[R.cur]), "%s", a->owner);
 	a->base = a->kind == A_BLIND ? R.head : pick_base();
 	tree_copy(&a->s, &R.trees[a->base]);
 	for (unsigned e = 0; e < edits; e++)
 		(a->kind == A_BLIND ? blind_edit : editor ? edit_file : random_edit)(a);
 	if (a->kind == A_SESSION) {
-		snprintf(a->name, sizeof(a->name), "s%u", R.actor_seq);
-		snprintf(a->owner, sizeof(a->owner), "workspace_session:%s", a->name);
 		pu_session(a->name, a->base);
 		pu_session_record(a->name, "marker", a->owner);
 		a->p = pu_begin(a->name, 0, NULL);
 		prop_assert(eos_publish_base(a->p) == a->base, "session base %" PRIu64,
 			    eos_publish_base(a->p));
 	} else {
-		snprintf(a->owner, sizeof(a->owner), "operation:op-%u", R.actor_seq);
 		a->p = pu_begin(NULL, a->kind == A_BLIND ? 0 : a->base, a->owner);
 	}
 	R.actor_seq++;
@@ -1120,27 +1139,58 @@ random_kind(void)
 
 /* --- final checks ----------------------------------------------------------------------------- */
 
-static void
-expect_blame_counts(uint64_t v)
+/* The owner the model expects for a line of a text file (every line's text is unique). */
+static const char *
+expected_line_owner(const char *line, size_t len)
 {
-	for (int i = 0; i < NPATHS; i++) {
-		const struct node *n = &R.trees[v].n[i];
-		cleanup_free struct eos_blame_range *r = NULL;
-		uint64_t lines = 0;
-		size_t nr = 0;
+	char buf[48];
+	unsigned n;
 
-		if (n->kind != EOS_KIND_FILE)
-			continue;
-		pu_blame(v, universe[i].path, &r, &nr);
-		for (size_t k = 0; k < nr; k++)
-			lines += r[k].line_count;
-		prop_assert(lines == pu_line_count(n->data, n->len),
-			    "v%" PRIu64 " '%s': blame covers %" PRIu64 " lines, the file has %u", v,
-			    universe[i].path, lines, pu_line_count(n->data, n->len));
-		if (n->binary)
-			prop_assert(nr == 1, "binary '%s' has %zu blame ranges", universe[i].path,
-				    nr);
+	snprintf(buf, sizeof(buf), "%.*s", (int)EOS_MIN(len, sizeof(buf) - 1), line);
+	ck_assert_msg(sscanf(buf, "line %u", &n) == 1 && n < R.line_seq, "line '%s'", buf);
+	return R.owners[R.line_owner[n]];
+}
+
+/* Blame covers every line; each line is owned by who wrote its text, a binary file by its
+ * writer (one range). */
+static void
+expect_blame(uint64_t v, int i, const struct node *n)
+{
+	cleanup_free struct eos_blame_range *r = NULL;
+	const char *path = universe[i].path;
+	uint64_t lines = 0;
+	struct lines ls;
+	size_t nr = 0;
+
+	pu_blame(v, path, &r, &nr);
+	for (size_t k = 0; k < nr; k++)
+		lines += r[k].line_count;
+	prop_assert(lines == pu_line_count(n->data, n->len),
+		    "v%" PRIu64 " '%s': blame covers %" PRIu64 " lines, the file has %u", v, path,
+		    lines, pu_line_count(n->data, n->len));
+	if (n->binary) {
+		prop_assert(nr == 1 && strcmp(r[0].owner, R.owners[n->writer]) == 0,
+			    "v%" PRIu64 " binary '%s': %zu ranges, owner '%s', want '%s'", v, path,
+			    nr, nr ? r[0].owner : "", R.owners[n->writer]);
+		return;
 	}
+	split_lines(n, &ls);
+	for (unsigned l = 0; l < ls.n; l++) {
+		const char *want = expected_line_owner(ls.p[l], ls.len[l]);
+		const char *got = pu_line_owner(r, nr, l + 1);
+
+		prop_assert(strcmp(got, want) == 0,
+			    "v%" PRIu64 " '%s' line %u ('%.*s') owned by '%s', want '%s'", v, path,
+			    l + 1, (int)ls.len[l] - 1, ls.p[l], got, want);
+	}
+}
+
+static void
+expect_blame_version(uint64_t v)
+{
+	for (int i = 0; i < NPATHS; i++)
+		if (R.trees[v].n[i].kind == EOS_KIND_FILE)
+			expect_blame(v, i, &R.trees[v].n[i]);
 }
 
 /* No entry record of any sandbox is newer than the head (the only sandbox is the current). */
@@ -1178,7 +1228,7 @@ final_checks(void)
 		prop_assert(ls[i].version == i + 1, "layer %zu is version %" PRIu64, i,
 			    ls[i].version);
 		expect_tree(ls[i].version);
-		expect_blame_counts(ls[i].version);
+		expect_blame_version(ls[i].version);
 	}
 	expect_no_records_above_head();
 	pu_fsck_clean();
@@ -1208,7 +1258,9 @@ run_seed(uint64_t seed, unsigned actors)
 	R.threads = env_unsigned("EOS_PUBLISH_THREADS", 1) != 0;
 	R.trees = calloc(MAX_VERSIONS, sizeof(*R.trees));
 	R.touched = calloc(MAX_VERSIONS, sizeof(*R.touched));
-	ck_assert(R.trees && R.touched);
+	R.owners = calloc(MAX_ACTORS, sizeof(*R.owners));
+	ck_assert(R.trees && R.touched && R.owners);
+	snprintf(R.owners[0], sizeof(R.owners[0]), "%s", EOS_OWNER_ORIGINAL);
 	fprintf(stderr, "publish-prop: seed %" PRIu64 ", %u actors\n", seed, actors);
 	make_base();
 	for (unsigned done = 0; done < actors;) {
@@ -1232,6 +1284,8 @@ run_seed(uint64_t seed, unsigned actors)
 		tree_release(&R.trees[v]);
 	free(R.trees);
 	free(R.touched);
+	free(R.owners);
+	free(R.line_owner);
 }
 
 START_TEST(test_random_publishes_match_model)
