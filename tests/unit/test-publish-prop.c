@@ -3,7 +3,8 @@
  * Property test of the publish gate. Seeded random actors (workspace sessions, plain change sets
  * with an explicit base, blind sessionless writers) are begun on random retained versions, make
  * random edits (text line replacements, binary rewrites, creates, deletes, renames with an origin,
- * mode changes, directory creation and removal, symlink retargets) and publish in random order,
+ * mode changes, directory creation and removal, symlink retargets; files may carry write ranges,
+ * per line or over the whole file) and publish in random order,
  * some concurrently from threads. A model replays every outcome in commit order (each result
  * names the head it was checked against) and predicts it: taken, merged line by line (text edits
  * are line replacements of unique lines, so a three-way merge is exact), or a conflict. Checked:
@@ -62,7 +63,7 @@ static const struct {
 enum {
 	NPATHS = sizeof(universe) / sizeof(universe[0]),
 	MAX_VERSIONS = 512,
-	MAX_ACTORS = 1024,
+	MAX_OWNERS = 16384,
 	MAX_GROUP = 3,
 };
 
@@ -167,8 +168,9 @@ struct run {
 	unsigned line_seq;    /* unique line numbers */
 	unsigned *line_owner; /* line number -> who wrote the line (index into R.owners) */
 	size_t line_cap;
-	char (*owners)[64]; /* [0] "original", [1 + actor number] that actor's owner */
-	unsigned cur;	    /* who writes the content being generated */
+	char (*owners)[64]; /* [0] "original", then actors' owners and their write ranges' */
+	unsigned nowners;
+	unsigned cur; /* who writes the content being generated */
 	unsigned actor_seq;
 	unsigned published, rejected, no_op, merged, either;
 };
@@ -433,6 +435,7 @@ struct actor {
 	uint32_t staged;    /* paths staged */
 	uint32_t removed;   /* paths staged as removals (directories included) */
 	int origin[NPATHS]; /* renames: the source path index, else -1 */
+	unsigned main;	    /* index of the actor's owner in R.owners */
 	struct eos_publish *p;
 	struct eos_publish_result res;
 	int r;
@@ -647,6 +650,88 @@ blind_edit(struct actor *a)
 
 /* --- staging into the store ------------------------------------------------------------------- */
 
+/* The unique number of a generated line. */
+static unsigned
+line_number(const char *line, size_t len)
+{
+	char buf[48];
+	unsigned n;
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)EOS_MIN(len, sizeof(buf) - 1), line);
+	ck_assert_msg(sscanf(buf, "line %u", &n) == 1 && n < R.line_seq, "line '%s'", buf);
+	return n;
+}
+
+/* A new operation owner of write ranges. */
+static unsigned
+new_owner(void)
+{
+	ck_assert_uint_lt(R.nowners, MAX_OWNERS);
+	snprintf(R.owners[R.nowners], sizeof(R.owners[0]), "operation:w%u", R.nowners);
+	return R.nowners++;
+}
+
+/*
+ * Write ranges for file s that actor a wrote: none, one over the whole file (an editor save:
+ * only the lines a wrote become the range's), or one per line a wrote, for some of them. The
+ * model's owners of those lines (binary: the writer) follow.
+ */
+static size_t
+file_ranges(const struct actor *a, struct node *s, struct eos_write_range *out, size_t max)
+{
+	unsigned how = rnd_below(4), x;
+	struct lines ls;
+	size_t n = 0, off = 0;
+
+	if (how < 2 || (s->binary && how == 3))
+		return 0;
+	if (s->binary || how == 2) {
+		x = new_owner();
+		out[n++] = (struct eos_write_range){ 0, s->len, R.owners[x] };
+		s->writer = x;
+	}
+	if (s->binary)
+		return n;
+	split_lines(s, &ls);
+	for (unsigned l = 0; l < ls.n; off += ls.len[l], l++) {
+		unsigned k = line_number(ls.p[l], ls.len[l]);
+
+		if (R.line_owner[k] != a->main)
+			continue;
+		if (how == 2) {
+			R.line_owner[k] = s->writer;
+		} else if (chance(50) && n < max) {
+			x = new_owner();
+			out[n++] = (struct eos_write_range){ off, off + ls.len[l], R.owners[x] };
+			R.line_owner[k] = x;
+		}
+	}
+	return n;
+}
+
+/* Stage file i of a with write ranges; false when it got none (stage it plainly). */
+static bool
+stage_ranged(struct actor *a, int i)
+{
+	struct node *s = &a->s.n[i];
+	struct eos_write_range ranges[64];
+	struct eos_publish_file f = {
+		.attr = eos_test_attr(s->mode),
+		.data = s->data,
+		.len = s->len,
+		.ranges = ranges,
+	};
+	struct eos_error err = { 0 };
+	int r;
+
+	f.nranges = file_ranges(a, s, ranges, 64);
+	if (!f.nranges)
+		return false;
+	r = eos_publish_put_file(a->p, universe[i].path, &f, &err);
+	ck_ok(r, err);
+	return true;
+}
+
 static void
 stage_actor(struct actor *a, const struct tree *base)
 {
@@ -670,7 +755,7 @@ stage_actor(struct actor *a, const struct tree *base)
 			ops[n++] = (struct pu_op){ .kind = PU_MODE,
 						   .path = universe[i].path,
 						   .mode = s->mode };
-		else
+		else if (s->kind != EOS_KIND_FILE || !stage_ranged(a, i))
 			ops[n++] = node_op(i, s);
 	}
 	ops[n].kind = PU_END;
@@ -699,8 +784,8 @@ actor_begin(struct actor *a)
 		snprintf(a->owner, sizeof(a->owner), "workspace_session:%s", a->name);
 	else
 		snprintf(a->owner, sizeof(a->owner), "operation:op-%u", R.actor_seq);
-	ck_assert_uint_lt(R.actor_seq + 1, MAX_ACTORS);
-	R.cur = R.actor_seq + 1;
+	ck_assert_uint_lt(R.nowners, MAX_OWNERS);
+	a->main = R.cur = R.nowners++;
 	snprintf(R.owners[R.cur], sizeof(R.owners[R.cur]), "%s", a->owner);
 	a->base = a->kind == A_BLIND ? R.head : pick_base();
 	tree_copy(&a->s, &R.trees[a->base]);
@@ -1143,12 +1228,7 @@ random_kind(void)
 static const char *
 expected_line_owner(const char *line, size_t len)
 {
-	char buf[48];
-	unsigned n;
-
-	snprintf(buf, sizeof(buf), "%.*s", (int)EOS_MIN(len, sizeof(buf) - 1), line);
-	ck_assert_msg(sscanf(buf, "line %u", &n) == 1 && n < R.line_seq, "line '%s'", buf);
-	return R.owners[R.line_owner[n]];
+	return R.owners[R.line_owner[line_number(line, len)]];
 }
 
 /* Blame covers every line; each line is owned by who wrote its text, a binary file by its
@@ -1258,7 +1338,8 @@ run_seed(uint64_t seed, unsigned actors)
 	R.threads = env_unsigned("EOS_PUBLISH_THREADS", 1) != 0;
 	R.trees = calloc(MAX_VERSIONS, sizeof(*R.trees));
 	R.touched = calloc(MAX_VERSIONS, sizeof(*R.touched));
-	R.owners = calloc(MAX_ACTORS, sizeof(*R.owners));
+	R.owners = calloc(MAX_OWNERS, sizeof(*R.owners));
+	R.nowners = 1;
 	ck_assert(R.trees && R.touched && R.owners);
 	snprintf(R.owners[0], sizeof(R.owners[0]), "%s", EOS_OWNER_ORIGINAL);
 	fprintf(stderr, "publish-prop: seed %" PRIu64 ", %u actors\n", seed, actors);
