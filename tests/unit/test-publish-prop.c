@@ -4,10 +4,10 @@
  * with an explicit base, blind sessionless writers) are begun on random retained versions, make
  * random edits (text line replacements, binary rewrites, creates, deletes, renames with an origin,
  * mode changes, directory creation and removal, symlink retargets; files may carry write ranges,
- * per line or over the whole file) and publish in random order,
- * some concurrently from threads. A model replays every outcome in commit order (each result
- * names the head it was checked against) and predicts it: taken, merged line by line (text edits
- * are line replacements of unique lines, so a three-way merge is exact), or a conflict. Checked:
+ * per line or over the whole file) and publish in random order, some concurrently from
+ * threads. A model replays every outcome in commit order (each result names the head it was
+ * checked against) and predicts it: taken, merged line by line (text edits are line replacements
+ * of unique lines, so a three-way merge is exact), or a conflict. Checked:
  * the outcome agrees with the prediction (adjacent line edits may go either way), the store's
  * tree at every version equals the model, rejected actors left no trace (layer count, no entry
  * records above the head, sessions unchanged), blame covers every line of every file at every
