@@ -12,6 +12,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/digest.h"
 #include "common/path.h"
 
 #include "store/ignore.h"
@@ -215,7 +216,7 @@ below_one(void *ctx, const uint8_t *k, size_t klen, const uint8_t *v, size_t vle
 	if (asprintf(&b->found, "%.*s/%.*s", (int)parts.plen, parts.parent, (int)parts.nlen,
 		     parts.name) < 0)
 		return -ENOMEM;
-	return 1;
+	return -ECANCELED; /* found: stop the scan */
 }
 
 /* Scan the entry keys in [lo, hi) of sbx (dir as the parent path prefix, lo/hi suffixes). */
@@ -249,8 +250,12 @@ changed_below(struct eos_pub_check *c, const char *dir, char **ret, struct eos_e
 
 	if (r == 0)
 		r = below_scan(c, dir, '/', '/' + 1, &b, err);
-	if (r < 0)
+	if (r == -ECANCELED && b.found)
+		r = 0;
+	if (r < 0) {
+		free(b.found);
 		return r;
+	}
 	*ret = b.found;
 	return 0;
 }
@@ -274,12 +279,27 @@ check_subtree(struct eos_pub_check *c, struct eos_pub_op *op, bool *ret_conflict
 				found);
 }
 
+/* Whether path is a directory at version v: 1 yes, 0 no (absent or not a directory), -errno. */
+static int
+dir_at(struct eos_pub_check *c, uint64_t v, const char *path, struct eos_error *err)
+{
+	EOS_CLEANUP(eos_entry_release) struct eos_entry e;
+	struct eos_error local = { 0 };
+	int r;
+
+	eos_entry_init(&e);
+	r = eos_entry_resolve(c->p->st, c->snap, c->p->sbx, v, path, &e, &local);
+	if (r == -ENOENT || r == -ENOTDIR)
+		return 0;
+	if (r < 0)
+		return eos_error_set(err, r, "%s", local.msg);
+	return e.st.kind == EOS_KIND_DIR;
+}
+
 /* A path created where nothing was: its parent must still be a directory at the head. */
 static int
 check_parent(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_error *err)
 {
-	EOS_CLEANUP(eos_entry_release) struct eos_entry e;
-	struct eos_error local = { 0 };
 	cleanup_free char *parent = NULL;
 	const char *name;
 	size_t plen;
@@ -291,15 +311,19 @@ check_parent(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_error *e
 		return -ENOMEM;
 	if (!*parent || eos_pub_find(c->p, parent))
 		return take(op);
-	eos_entry_init(&e);
-	r = eos_entry_resolve(c->p->st, c->snap, c->p->sbx, c->head, parent, &e, &local);
-	if (r == 0 && e.st.kind == EOS_KIND_DIR)
-		return take(op);
-	if (r < 0 && r != -ENOENT && r != -ENOTDIR)
-		return eos_error_set(err, r, "%s", local.msg);
+	r = dir_at(c, c->head, parent, err);
+	if (r != 0)
+		return r < 0 ? r : take(op);
+	r = c->p->blind ? 0 : dir_at(c, c->p->base, parent, err);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return eos_pub_conflict(c, op, EOS_CONFLICT_PARENT, parent,
+					"'%s': its parent '%s' is not a directory", op->path,
+					parent);
 	return eos_pub_conflict(c, op, EOS_CONFLICT_PARENT, parent,
-				"'%s': the head %s its parent directory '%s'", op->path,
-				r < 0 ? "deleted" : "replaced", parent);
+				"'%s': the head deleted or replaced its parent directory '%s'",
+				op->path, parent);
 }
 
 /* --- per kind --------------------------------------------------------------------------------- */
@@ -381,6 +405,27 @@ merge_same_kind(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_error
 	return -EINVAL;
 }
 
+/* Whether the session's op leaves exactly what the head has (kind and bytes). */
+static bool
+same_as_head(const struct eos_pub_op *op)
+{
+	switch (op->kind) {
+	case EOS_PUB_FILE:
+		return op->head.st.kind == EOS_KIND_FILE &&
+		       eos_digest_eq(&op->content.digest, &op->head.st.content.digest);
+	case EOS_PUB_SYMLINK:
+		return op->head.st.kind == EOS_KIND_SYMLINK && op->head.target &&
+		       !strcmp(op->target, op->head.target);
+	case EOS_PUB_MKDIR:
+		return op->head.st.kind == EOS_KIND_DIR;
+	case EOS_PUB_LINK:
+	case EOS_PUB_ATTR:
+	case EOS_PUB_REMOVE:
+		break;
+	}
+	return false;
+}
+
 /* Both sides changed op->path since the base and the head still has it. */
 static int
 check_changed(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_error *err)
@@ -392,6 +437,9 @@ check_changed(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_error *
 		return eos_pub_conflict(c, op, EOS_CONFLICT_DELETE_MODIFY, NULL,
 					"'%s': the session deleted the %s, the head changed it",
 					op->path, kind_word(kb));
+	if (ks == kh && kb != kh && same_as_head(op))
+		/* both changed the type the same way: only the attributes can differ */
+		return merge_attr_op(c, op, &op->head.st.attr);
 	if (ks != kh || kb != kh)
 		return eos_pub_conflict(c, op, EOS_CONFLICT_TYPE, NULL,
 					"'%s': the session made it a %s, the head a %s (it was %s)",
@@ -444,6 +492,8 @@ eos_pub_check_op(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_erro
 	}
 	if (unchanged || (skip && (op->head_found || op->kind == EOS_PUB_REMOVE)))
 		return take(op);
+	if (skip) /* last writer wins, where the head deleted it too */
+		return check_parent(c, op, err);
 	if (!op->head_found)
 		return check_deleted(c, op);
 	return check_changed(c, op, err);
