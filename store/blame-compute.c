@@ -168,7 +168,8 @@ segments_build(struct compute *c, uint64_t size)
 		c->seg[k++] =
 			(struct segment){ w->start, EOS_MIN(w->end, size), (uint32_t)(v->u64 - 1) };
 	}
-	qsort(c->seg, k, sizeof(*c->seg), segment_cmp);
+	if (k > 1)
+		qsort(c->seg, k, sizeof(*c->seg), segment_cmp);
 	c->nseg = 0;
 	for (size_t i = 0; i < k; i++) {
 		struct segment s = c->seg[i];

@@ -74,7 +74,8 @@ strings_sort(struct strings *s)
 
 	if (s->n == 0)
 		return;
-	qsort(s->v, s->n, sizeof(*s->v), str_cmp);
+	if (s->n > 1)
+		qsort(s->v, s->n, sizeof(*s->v), str_cmp);
 	for (size_t i = 1; i < s->n; i++) {
 		if (strcmp(s->v[out], s->v[i]) == 0)
 			free(s->v[i]);

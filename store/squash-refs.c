@@ -374,7 +374,8 @@ listed_unique(struct eos_squash_refs *r)
 
 	if (r->nlisted == 0)
 		return;
-	qsort(r->listed, r->nlisted, sizeof(*r->listed), ref_key_cmp);
+	if (r->nlisted > 1)
+		qsort(r->listed, r->nlisted, sizeof(*r->listed), ref_key_cmp);
 	for (size_t i = 1; i < r->nlisted; i++)
 		if (ref_key_cmp(r->listed[out], r->listed[i]) != 0)
 			memcpy(r->listed[++out], r->listed[i], EOS_REF_KEY_LEN);
