@@ -10,6 +10,7 @@ common_libeos_common_a_SOURCES = \
 	common/json.c common/json.h \
 	common/hashmap.c common/hashmap.h \
 	common/statedir.c common/statedir.h \
+	common/clock.c common/clock.h \
 	common/failpoint.h \
 	common/endian.h
 if EOS_FAILPOINTS

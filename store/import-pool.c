@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 
 #include "store/import.h"
 
@@ -78,21 +79,12 @@ eos_import_problems_release(struct eos_import_problems *p)
 
 /* --- progress --------------------------------------------------------------------------------- */
 
-static int64_t
-monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void
 eos_import_progress_init(struct eos_import_progress *p, const struct eos_import_options *o)
 {
 	p->fn = o ? o->progress : NULL;
 	p->ctx = o ? o->progress_ctx : NULL;
-	p->next_ns = monotonic_ns() + EOS_IMPORT_PROGRESS_NS;
+	p->next_ns = eos_mono_ns() + EOS_IMPORT_PROGRESS_NS;
 }
 
 void
@@ -102,7 +94,7 @@ eos_import_progress_tick(struct eos_import_progress *p, uint64_t files, uint64_t
 
 	if (!p->fn)
 		return;
-	now = monotonic_ns();
+	now = eos_mono_ns();
 	if (!force && now < p->next_ns)
 		return;
 	p->next_ns = now + EOS_IMPORT_PROGRESS_NS;

@@ -6,24 +6,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/failpoint.h"
 
 #include "store/ignore.h"
 #include "store/publish.h"
 #include "store/sandbox.h"
 #include "store/store-internal.h"
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int
 failpoint(const char *name, struct eos_error *err)
@@ -196,9 +187,9 @@ commit(struct eos_publish *p, struct eos_publish_result *ret, struct eos_error *
 	int r;
 
 	pthread_mutex_lock(&p->st->write_lock);
-	t0 = mono_ns();
+	t0 = eos_mono_ns();
 	r = commit_locked(&c, ret, err);
-	ret->lock_ns = mono_ns() - t0;
+	ret->lock_ns = eos_mono_ns() - t0;
 	pthread_mutex_unlock(&p->st->write_lock);
 	ret->merged = c.merged;
 	if (p->blind)
@@ -211,7 +202,7 @@ commit(struct eos_publish *p, struct eos_publish_result *ret, struct eos_error *
 int
 eos_publish_commit(struct eos_publish *p, struct eos_publish_result *ret, struct eos_error *err)
 {
-	int64_t t0 = mono_ns();
+	int64_t t0 = eos_mono_ns();
 	bool was_prepared = p->prepared;
 	int r;
 
@@ -236,6 +227,6 @@ eos_publish_commit(struct eos_publish *p, struct eos_publish_result *ret, struct
 	} else if (ret->status == EOS_PUBLISH_NO_OP && p->session) {
 		eos_session_dirs_remove(p->st, p->sandbox, p->session, NULL);
 	}
-	ret->total_ns = mono_ns() - t0 + (was_prepared ? p->prepare_ns : 0);
+	ret->total_ns = eos_mono_ns() - t0 + (was_prepared ? p->prepare_ns : 0);
 	return 0;
 }

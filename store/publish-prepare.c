@@ -9,23 +9,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 
 #include "store/publish.h"
 #include "store/sandbox.h"
 #include "store/store-internal.h"
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Stage a file whose bytes are in a host file: small ones through memory (kept for blame). */
 static int
@@ -241,7 +232,7 @@ prepare_ops(struct eos_publish *p, uint64_t v, struct eos_error *err)
 int
 eos_pub_prepare(struct eos_publish *p, struct eos_error *err)
 {
-	int64_t t0 = mono_ns();
+	int64_t t0 = eos_mono_ns();
 	uint64_t v = p->base;
 	int r = 0;
 
@@ -251,7 +242,7 @@ eos_pub_prepare(struct eos_publish *p, struct eos_error *err)
 	if (r < 0)
 		return r;
 	p->prepared = true;
-	p->prepare_ns = mono_ns() - t0;
+	p->prepare_ns = eos_mono_ns() - t0;
 	return 0;
 }
 

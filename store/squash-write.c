@@ -9,9 +9,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/failpoint.h"
 #include "common/log.h"
@@ -20,15 +20,6 @@
 #include "store/sandbox.h"
 #include "store/squash.h"
 #include "store/store-internal.h"
-
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static int
 u64_cmp(const void *a, const void *b)
@@ -80,7 +71,7 @@ static int
 write_locked(struct eos_squash_plan *p, struct run *run, struct eos_error *err)
 {
 	bool exclusive = eos_store_exclusive_try(p->st);
-	int64_t t0 = mono_ns();
+	int64_t t0 = eos_mono_ns();
 	bool deferred = false;
 	int r;
 
@@ -91,7 +82,7 @@ write_locked(struct eos_squash_plan *p, struct run *run, struct eos_error *err)
 		r = eos_kv_batch_write(p->st->kv, p->batch, true, err);
 	if (exclusive) {
 		eos_store_exclusive_end(p->st);
-		run->t.exclusive_ns += mono_ns() - t0;
+		run->t.exclusive_ns += eos_mono_ns() - t0;
 	}
 	run->t.deferred = run->t.deferred || deferred;
 	return r < 0 ? eos_error_prefix(err, r, "squash '%s'", p->id) : 0;
@@ -107,11 +98,11 @@ squash_write(struct eos_squash_plan *p, struct run *run, struct eos_error *err)
 	if (eos_kv_batch_count(p->batch) == 0 && eos_squash_refs_empty(p->refs))
 		return 1;
 	pthread_mutex_lock(&p->st->write_lock);
-	t0 = mono_ns();
+	t0 = eos_mono_ns();
 	r = plan_valid(p, err);
 	if (r > 0)
 		r = write_locked(p, run, err) ?: 1;
-	run->t.locked_ns += mono_ns() - t0;
+	run->t.locked_ns += eos_mono_ns() - t0;
 	pthread_mutex_unlock(&p->st->write_lock);
 	return r;
 }
@@ -122,10 +113,10 @@ squash_once(struct run *run, unsigned attempt, struct eos_error *err)
 	struct eos_squash_plan p = {
 		.st = run->st, .id = run->id, .sbx = run->sbx, .cancel = run->opts->cancel
 	};
-	int64_t t0 = mono_ns();
+	int64_t t0 = eos_mono_ns();
 	int r = eos_squash_plan_make(&p, err);
 
-	run->t.plan_ns += mono_ns() - t0;
+	run->t.plan_ns += eos_mono_ns() - t0;
 	run->t.attempts = attempt;
 	if (r == 0 && run->opts->after_plan)
 		run->opts->after_plan(run->opts->ctx, attempt);

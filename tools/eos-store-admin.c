@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/json.h"
 
 #include "tools/eos-store.h"
@@ -18,15 +18,6 @@ enum {
 	THREADS_MAX = 1024,
 	PROGRESS_INTERVAL_NS = 100 * 1000 * 1000,
 };
-
-static int64_t
-monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* --- import ----------------------------------------------------------------------------------- */
 
@@ -40,7 +31,7 @@ static void
 import_progress(void *ctx, uint64_t files, uint64_t bytes)
 {
 	struct progress *p = ctx;
-	int64_t now = monotonic_ns();
+	int64_t now = eos_mono_ns();
 
 	if (now - p->last_ns < PROGRESS_INTERVAL_NS)
 		return;
@@ -100,13 +91,13 @@ tool_cmd_import(struct tool *t, const struct tool_args *a)
 		opts.progress = import_progress;
 		opts.progress_ctx = &prog;
 	}
-	start = monotonic_ns();
+	start = eos_mono_ns();
 	r = eos_store_import(t->st, a->pos[0], &opts, &res, &err);
 	if (prog.shown)
 		fputs("\r\033[K", stderr);
 	if (r < 0)
 		return tool_fail(t, r, &err);
-	return tool_output(t, import_doc(&res, (double)(monotonic_ns() - start) / 1e9),
+	return tool_output(t, import_doc(&res, (double)(eos_mono_ns() - start) / 1e9),
 			   TOOL_RENDER_ALL);
 }
 

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+#include "common/clock.h"
+
+#include <time.h>
+
+int64_t
+eos_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}

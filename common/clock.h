@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * common/clock: time for measuring durations.
+ */
+#pragma once
+
+#include <stdint.h>
+
+/* Nanoseconds on CLOCK_MONOTONIC (never goes back; not a wall-clock time). */
+int64_t eos_mono_ns(void);
