@@ -42,6 +42,20 @@ eos_conflict_kind_name(enum eos_conflict_kind k)
 	return "unknown";
 }
 
+const char *
+eos_publish_status_name(enum eos_publish_status s)
+{
+	switch (s) {
+	case EOS_PUBLISH_PUBLISHED:
+		return "published";
+	case EOS_PUBLISH_NO_OP:
+		return "no_op";
+	case EOS_PUBLISH_REJECTED:
+		return "rejected";
+	}
+	return "unknown";
+}
+
 /* --- begin ------------------------------------------------------------------------------------ */
 
 static int

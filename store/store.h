@@ -505,6 +505,8 @@ enum eos_publish_status {
 	EOS_PUBLISH_NO_OP = 2,	   /* nothing left to change after resolution: no layer */
 	EOS_PUBLISH_REJECTED = 3,  /* conflicts: nothing written, every conflict listed */
 };
+/* "published", "no_op", "rejected". */
+const char *eos_publish_status_name(enum eos_publish_status s);
 
 /* Values are reported by name ("content", "binary", …): never rely on the numbers. */
 enum eos_conflict_kind {

@@ -20,20 +20,6 @@ enum {
 	TOOL_REJECTED = 3,   /* exit status of a rejected publish */
 };
 
-static const char *
-status_name(enum eos_publish_status s)
-{
-	switch (s) {
-	case EOS_PUBLISH_PUBLISHED:
-		return "published";
-	case EOS_PUBLISH_NO_OP:
-		return "no_op";
-	case EOS_PUBLISH_REJECTED:
-		return "rejected";
-	}
-	return "unknown";
-}
-
 static json_t *
 ms(int64_t ns)
 {
@@ -74,16 +60,16 @@ conflict_row(const void *item)
 static json_t *
 result_json(const char *sandbox, const char *session, const struct eos_publish_result *r)
 {
-	json_t *doc = json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
-				"status", status_name(r->status), "sandbox", tool_json_str(sandbox),
-				"session", session ? tool_json_str(session) : json_null(), "owner",
-				tool_json_str(r->owner), "base", tool_json_layer(r->base), "head",
-				tool_json_layer(r->head), "version", tool_json_layer(r->version),
-				"created", eos_json_u64(r->created), "modified",
-				eos_json_u64(r->modified), "deleted", eos_json_u64(r->deleted),
-				"merged", eos_json_u64(r->merged), "bytes", eos_json_u64(r->bytes),
-				"staged", eos_json_u64(r->staged), "prepare_ms", ms(r->prepare_ns),
-				"lock_ms", ms(r->lock_ns), "total_ms", ms(r->total_ns));
+	json_t *doc = json_pack(
+		"{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "status",
+		eos_publish_status_name(r->status), "sandbox", tool_json_str(sandbox), "session",
+		session ? tool_json_str(session) : json_null(), "owner", tool_json_str(r->owner),
+		"base", tool_json_layer(r->base), "head", tool_json_layer(r->head), "version",
+		tool_json_layer(r->version), "created", eos_json_u64(r->created), "modified",
+		eos_json_u64(r->modified), "deleted", eos_json_u64(r->deleted), "merged",
+		eos_json_u64(r->merged), "bytes", eos_json_u64(r->bytes), "staged",
+		eos_json_u64(r->staged), "prepare_ms", ms(r->prepare_ns), "lock_ms", ms(r->lock_ns),
+		"total_ms", ms(r->total_ns));
 
 	if (doc && r->status == EOS_PUBLISH_REJECTED)
 		eos_json_set(doc, "conflicts",

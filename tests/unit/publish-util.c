@@ -489,20 +489,6 @@ pu_expect_conflict_at(int line, const struct eos_publish_result *res, const char
 	return c;
 }
 
-static const char *
-status_name(enum eos_publish_status s)
-{
-	switch (s) {
-	case EOS_PUBLISH_PUBLISHED:
-		return "published";
-	case EOS_PUBLISH_NO_OP:
-		return "no_op";
-	case EOS_PUBLISH_REJECTED:
-		return "rejected";
-	}
-	return "?";
-}
-
 const char *
 pu_result_str(const struct eos_publish_result *res)
 {
@@ -510,7 +496,7 @@ pu_result_str(const struct eos_publish_result *res)
 	size_t off;
 
 	off = (size_t)snprintf(buf, sizeof(buf), "%s (base %llu, head %llu, version %llu)",
-			       status_name(res->status), (unsigned long long)res->base,
+			       eos_publish_status_name(res->status), (unsigned long long)res->base,
 			       (unsigned long long)res->head, (unsigned long long)res->version);
 	for (size_t i = 0; i < res->nconflicts && off < sizeof(buf); i++) {
 		const struct eos_conflict *c = &res->conflicts[i];
