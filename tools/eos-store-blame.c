@@ -28,9 +28,7 @@ tool_cmd_blame(struct tool *t, const struct tool_args *a)
 	uint64_t v;
 	int r;
 
-	r = tool_sandbox_version(t, a, &sb, &v);
-	if (r == TOOL_OK)
-		r = tool_path(t, a->pos[0], &path);
+	r = tool_sandbox_path(t, a, &sb, &v, &path);
 	if (r != TOOL_OK)
 		return r;
 	r = eos_store_blame(t->st, sb.id, v, path, &ranges, &n, &err);

@@ -172,9 +172,7 @@ list_dir(struct tool *t, const struct tool_args *a)
 
 	if (!c.rows)
 		return tool_failf(t, -ENOMEM, "out of memory");
-	r = tool_sandbox_version(t, a, &sb, &v);
-	if (r == TOOL_OK)
-		r = tool_path(t, a->npos ? a->pos[0] : NULL, &path);
+	r = tool_sandbox_path(t, a, &sb, &v, &path);
 	if (r != TOOL_OK)
 		return r;
 	r = ls_collect(t->st, sb.id, v, path, &c, &err);
@@ -250,9 +248,7 @@ tool_cmd_cat(struct tool *t, const struct tool_args *a)
 	uint64_t v;
 	int r;
 
-	r = tool_sandbox_version(t, a, &sb, &v);
-	if (r == TOOL_OK)
-		r = tool_path(t, a->pos[0], &path);
+	r = tool_sandbox_path(t, a, &sb, &v, &path);
 	if (r != TOOL_OK)
 		return r;
 	r = eos_store_file_open(t->st, sb.id, v, path, &f, &err);
@@ -323,9 +319,7 @@ tool_cmd_stat(struct tool *t, const struct tool_args *a)
 	uint64_t v;
 	int r;
 
-	r = tool_sandbox_version(t, a, &sb, &v);
-	if (r == TOOL_OK)
-		r = tool_path(t, a->pos[0], &path);
+	r = tool_sandbox_path(t, a, &sb, &v, &path);
 	if (r != TOOL_OK)
 		return r;
 	r = eos_store_stat(t->st, sb.id, v, path, &s, &err);

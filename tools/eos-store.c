@@ -312,6 +312,15 @@ tool_sandbox_version(struct tool *t, const struct tool_args *a, struct eos_sandb
 /* --- argument helpers ------------------------------------------------------------------------- */
 
 int
+tool_sandbox_path(struct tool *t, const struct tool_args *a, struct eos_sandbox_info *ret,
+		  uint64_t *ret_version, char **ret_path)
+{
+	int r = tool_sandbox_version(t, a, ret, ret_version);
+
+	return r != TOOL_OK ? r : tool_path(t, a->npos ? a->pos[0] : NULL, ret_path);
+}
+
+int
 tool_version(struct tool *t, const char *s, uint64_t *ret)
 {
 	uint64_t v = 0;

@@ -104,6 +104,9 @@ int tool_sandbox(struct tool *t, const char *id, struct eos_sandbox_info *ret);
  */
 int tool_sandbox_version(struct tool *t, const struct tool_args *a, struct eos_sandbox_info *ret,
 			 uint64_t *ret_v);
+/* tool_sandbox_version, then the command's PATH argument (the root when it has none). */
+int tool_sandbox_path(struct tool *t, const struct tool_args *a, struct eos_sandbox_info *ret,
+		      uint64_t *ret_version, char **ret_path);
 /* Parse a version ("L000003", "L3", "3"); NULL gives 0 (the head). Returns a tool status. */
 int tool_version(struct tool *t, const char *s, uint64_t *ret);
 /* Normalise a user path (NULL = the root). Caller owns *ret. Returns a tool status. */
