@@ -19,15 +19,12 @@
 #include "store/kv.h"
 #include "store/store-internal.h"
 
-struct eos_refdelta {
-	struct eos_hashmap deltas; /* eos_ref_key() -> i64 delta */
+enum {
+	READ_BATCH = 512, /* keys per multi-get */
 };
 
-/* One key of a pass of eos_refdelta_apply(): its delta and the count read from the store. */
-struct ref_item {
-	uint8_t key[EOS_REF_KEY_LEN];
-	int64_t delta;
-	uint64_t count;
+struct eos_refdelta {
+	struct eos_hashmap deltas; /* eos_ref_key() -> i64 delta */
 };
 
 void
@@ -59,19 +56,25 @@ eos_refdelta_free(struct eos_refdelta *d)
 }
 
 int
-eos_refdelta_add(struct eos_refdelta *d, enum eos_ref_type type, const struct eos_digest *dg,
-		 int64_t delta)
+eos_ref_deltas_add(struct eos_hashmap *deltas, const uint8_t key[EOS_REF_KEY_LEN], int64_t delta)
 {
-	uint8_t key[EOS_REF_KEY_LEN];
 	union eos_hashmap_value *v;
-	int r;
+	int r = eos_hashmap_get_or_insert(deltas, key, EOS_REF_KEY_LEN, &v);
 
-	eos_ref_key(key, type, dg);
-	r = eos_hashmap_get_or_insert(&d->deltas, key, sizeof(key), &v);
 	if (r < 0)
 		return r;
 	v->i64 += delta;
 	return 0;
+}
+
+int
+eos_refdelta_add(struct eos_refdelta *d, enum eos_ref_type type, const struct eos_digest *dg,
+		 int64_t delta)
+{
+	uint8_t key[EOS_REF_KEY_LEN];
+
+	eos_ref_key(key, type, dg);
+	return eos_ref_deltas_add(&d->deltas, key, delta);
 }
 
 int
@@ -89,19 +92,18 @@ eos_refdelta_add_content(struct eos_refdelta *d, const struct eos_content *c, in
 	return -EINVAL;
 }
 
-/* Copy the non-zero deltas of one type out of the map (it may grow while they are processed). */
+/* The non-zero deltas of type in deltas, copied out. */
 static int
-refdelta_collect(struct eos_refdelta *d, enum eos_ref_type type, struct ref_item **ret,
-		 size_t *ret_n)
+ref_items_collect(struct eos_hashmap *deltas, enum eos_ref_type type, struct eos_ref_item **ret,
+		  size_t *ret_n)
 {
-	cleanup_free struct ref_item *items = NULL;
-	struct eos_hashmap_iter it = { 0 };
+	cleanup_free struct eos_ref_item *items = NULL;
 	size_t n = 0;
 
-	items = calloc(eos_hashmap_count(&d->deltas) ?: 1, sizeof(*items));
+	items = calloc(eos_hashmap_count(deltas) ?: 1, sizeof(*items));
 	if (!items)
 		return -ENOMEM;
-	while (eos_hashmap_next(&d->deltas, &it)) {
+	for (struct eos_hashmap_iter it = { 0 }; eos_hashmap_next(deltas, &it);) {
 		const uint8_t *key = it.key;
 
 		if (key[0] != (uint8_t)type || it.value->i64 == 0)
@@ -123,36 +125,29 @@ refs_decode_count(const struct eos_buf *v, const uint8_t *key, uint64_t *ret, st
 		*ret = eos_get_le64(v->data);
 		return 0;
 	}
-	eos_digest_hex((const struct eos_digest *)(key + 1), hex);
+	eos_digest_hex(eos_ref_key_digest(key), hex);
 	return eos_error_set(err, -EBADMSG, "reference count of '%c' '%s' is corrupt (%zu bytes)",
 			     key[0], hex, v->len);
 }
 
-/* Fill items[i].count with the stored counts (0 when absent). */
+/* eos_ref_items_read() for n <= READ_BATCH items: one multi-get. */
 static int
-refs_read_counts(struct eos_store *st, struct ref_item *items, size_t n, struct eos_error *err)
+ref_items_read_some(struct eos_store *st, struct eos_ref_item *items, size_t n,
+		    struct eos_error *err)
 {
-	cleanup_free const void **keys = NULL;
-	cleanup_free size_t *klens = NULL;
-	cleanup_free struct eos_buf *vals = NULL;
-	cleanup_free bool *found = NULL;
-	int r = 0;
+	const void *keys[READ_BATCH];
+	size_t klens[READ_BATCH];
+	struct eos_buf vals[READ_BATCH];
+	bool found[READ_BATCH];
+	int r;
 
-	if (n == 0)
-		return 0;
-	keys = calloc(n, sizeof(*keys));
-	klens = calloc(n, sizeof(*klens));
-	vals = calloc(n, sizeof(*vals));
-	found = calloc(n, sizeof(*found));
-	if (!keys || !klens || !vals || !found)
-		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		keys[i] = items[i].key;
 		klens[i] = EOS_REF_KEY_LEN;
 		eos_buf_init(&vals[i]);
+		items[i].count = 0;
 	}
-	r = eos_kv_multi_get(st->kv, EOS_CF_REFS, n, (const void *const *)keys, klens, vals, found,
-			     err);
+	r = eos_kv_multi_get(st->kv, EOS_CF_REFS, n, keys, klens, vals, found, err);
 	for (size_t i = 0; i < n; i++) {
 		if (r >= 0 && found[i])
 			r = refs_decode_count(&vals[i], items[i].key, &items[i].count, err);
@@ -161,23 +156,54 @@ refs_read_counts(struct eos_store *st, struct ref_item *items, size_t n, struct 
 	return r < 0 ? r : 0;
 }
 
-/* The new count of it, or -EBADMSG when it would drop below zero. */
-static int
-refs_new_count(const struct ref_item *it, const char *what, uint64_t *ret, struct eos_error *err)
+int
+eos_ref_items_read(struct eos_store *st, struct eos_ref_item *items, size_t n,
+		   struct eos_error *err)
+{
+	for (size_t i = 0; i < n; i += READ_BATCH) {
+		int r = ref_items_read_some(st, items + i, EOS_MIN(n - i, (size_t)READ_BATCH), err);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int
+eos_ref_items_load(struct eos_store *st, struct eos_hashmap *deltas, enum eos_ref_type type,
+		   struct eos_ref_item **ret, size_t *ret_n, struct eos_error *err)
+{
+	cleanup_free struct eos_ref_item *items = NULL;
+	size_t n = 0;
+	int r;
+
+	r = ref_items_collect(deltas, type, &items, &n);
+	if (r >= 0)
+		r = eos_ref_items_read(st, items, n, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(items);
+	*ret_n = n;
+	return 0;
+}
+
+int
+eos_ref_item_count_after(const struct eos_ref_item *it, uint64_t *ret, struct eos_error *err)
 {
 	char hex[EOS_DIGEST_HEX_LEN + 1];
 
 	if (it->delta < 0 && (uint64_t)-it->delta > it->count) {
-		eos_digest_hex((const struct eos_digest *)(it->key + 1), hex);
+		eos_digest_hex(eos_ref_key_digest(it->key), hex);
 		return eos_error_set(err, -EBADMSG,
-				     "reference count of %s '%s' would drop below zero", what, hex);
+				     "reference count of %s '%s' would drop below zero",
+				     it->key[0] == EOS_REF_CHUNK ? "chunk" : "manifest", hex);
 	}
 	*ret = it->count + (uint64_t)it->delta;
 	return 0;
 }
 
-static void
-refs_stage_count(struct eos_kv_batch *b, const uint8_t *key, uint64_t count)
+void
+eos_ref_stage_count(struct eos_kv_batch *b, const uint8_t key[EOS_REF_KEY_LEN], uint64_t count)
 {
 	uint8_t v[8];
 
@@ -213,13 +239,14 @@ refs_expand_manifest(struct eos_store *st, struct eos_refdelta *d, const struct 
 
 static int
 refs_apply_manifest(struct eos_store *st, struct eos_refdelta *d, struct eos_kv_batch *b,
-		    const struct ref_item *it, struct eos_refs_freed *freed, struct eos_error *err)
+		    const struct eos_ref_item *it, struct eos_refs_freed *freed,
+		    struct eos_error *err)
 {
-	const struct eos_digest *dg = (const struct eos_digest *)(it->key + 1);
+	const struct eos_digest *dg = eos_ref_key_digest(it->key);
 	uint64_t count = 0;
 	int r;
 
-	r = refs_new_count(it, "manifest", &count, err);
+	r = eos_ref_item_count_after(it, &count, err);
 	if (r < 0)
 		return r;
 	if (it->count == 0 && count > 0)
@@ -231,7 +258,7 @@ refs_apply_manifest(struct eos_store *st, struct eos_refdelta *d, struct eos_kv_
 	}
 	if (r < 0)
 		return r;
-	refs_stage_count(b, it->key, count);
+	eos_ref_stage_count(b, it->key, count);
 	return 0;
 }
 
@@ -257,24 +284,24 @@ refs_free_chunk(struct eos_store *st, struct eos_kv_batch *b, const struct eos_d
 
 static int
 refs_apply_chunk(struct eos_store *st, struct eos_refdelta *d, struct eos_kv_batch *b,
-		 const struct ref_item *it, struct eos_refs_freed *freed, struct eos_error *err)
+		 const struct eos_ref_item *it, struct eos_refs_freed *freed, struct eos_error *err)
 {
 	uint64_t count = 0;
 	int r;
 
 	(void)d;
-	r = refs_new_count(it, "chunk", &count, err);
+	r = eos_ref_item_count_after(it, &count, err);
 	if (r >= 0 && it->count > 0 && count == 0)
-		r = refs_free_chunk(st, b, (const struct eos_digest *)(it->key + 1), freed, err);
+		r = refs_free_chunk(st, b, eos_ref_key_digest(it->key), freed, err);
 	if (r < 0)
 		return r;
-	refs_stage_count(b, it->key, count);
+	eos_ref_stage_count(b, it->key, count);
 	return 0;
 }
 
 /* Apply one item's delta: stage its new count and whatever its transition frees or adds. */
 typedef int (*refs_apply_fn)(struct eos_store *st, struct eos_refdelta *d, struct eos_kv_batch *b,
-			     const struct ref_item *it, struct eos_refs_freed *freed,
+			     const struct eos_ref_item *it, struct eos_refs_freed *freed,
 			     struct eos_error *err);
 
 /* Apply the deltas of type in d, with their stored counts, one item at a time. */
@@ -283,13 +310,11 @@ refs_apply_type(struct eos_store *st, struct eos_refdelta *d, enum eos_ref_type 
 		refs_apply_fn fn, struct eos_kv_batch *b, struct eos_refs_freed *freed,
 		struct eos_error *err)
 {
-	cleanup_free struct ref_item *items = NULL;
+	cleanup_free struct eos_ref_item *items = NULL;
 	size_t n = 0;
 	int r;
 
-	r = refdelta_collect(d, type, &items, &n);
-	if (r >= 0)
-		r = refs_read_counts(st, items, n, err);
+	r = eos_ref_items_load(st, &d->deltas, type, &items, &n, err);
 	for (size_t i = 0; r >= 0 && i < n; i++)
 		r = fn(st, d, b, &items[i], freed, err);
 	return r < 0 ? r : 0;

@@ -13,6 +13,7 @@
  */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/digest.h"
@@ -20,6 +21,7 @@
 
 #include "store/store.h"
 
+struct eos_hashmap;
 struct eos_kv_batch;
 
 enum eos_ref_type {
@@ -62,3 +64,42 @@ int eos_refdelta_apply(struct eos_store *st, struct eos_refdelta *d, struct eos_
 /* Current count (0 when absent). */
 int eos_refs_get(struct eos_store *st, enum eos_ref_type type, const struct eos_digest *d,
 		 uint64_t *ret, struct eos_error *err);
+
+/*
+ * --- shared with store/squash-refs.c ----------------------------------------------------------
+ * Both keep their deltas in a hash map of eos_ref_key() -> i64 delta and read, check and stage
+ * the counts of one type at a time with these.
+ */
+
+/* The digest of reference key key. */
+static inline const struct eos_digest *
+eos_ref_key_digest(const uint8_t key[EOS_REF_KEY_LEN])
+{
+	return (const struct eos_digest *)(key + 1);
+}
+
+/* deltas[key] += delta (a new key starts at 0). */
+int eos_ref_deltas_add(struct eos_hashmap *deltas, const uint8_t key[EOS_REF_KEY_LEN],
+		       int64_t delta);
+
+/* One reference key with its delta and the count read from the store. */
+struct eos_ref_item {
+	uint8_t key[EOS_REF_KEY_LEN];
+	int64_t delta;
+	uint64_t count;
+};
+
+/*
+ * The non-zero deltas of type in deltas, copied out (the map may grow while they are processed),
+ * with their current counts. *ret (free() it) is set only on success.
+ */
+int eos_ref_items_load(struct eos_store *st, struct eos_hashmap *deltas, enum eos_ref_type type,
+		       struct eos_ref_item **ret, size_t *ret_n, struct eos_error *err);
+/* Fill items[i].count with the current counts, 0 when absent; a corrupt count is -EBADMSG. */
+int eos_ref_items_read(struct eos_store *st, struct eos_ref_item *items, size_t n,
+		       struct eos_error *err);
+/* The count after it->delta; -EBADMSG naming the object when it would drop below zero. */
+int eos_ref_item_count_after(const struct eos_ref_item *it, uint64_t *ret, struct eos_error *err);
+/* Stage count as the count of key into b (0 deletes the key). */
+void eos_ref_stage_count(struct eos_kv_batch *b, const uint8_t key[EOS_REF_KEY_LEN],
+			 uint64_t count);

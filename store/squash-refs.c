@@ -20,7 +20,6 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
-#include "common/endian.h"
 #include "common/hashmap.h"
 
 #include "store/content.h"
@@ -31,7 +30,6 @@
 #include "store/store-internal.h"
 
 enum {
-	READ_BATCH = 512, /* keys per multi-get */
 	FREE_KEY_LEN = 8 + sizeof(EOS_SQUASH_FREE_PREFIX) - 1 + 8,
 };
 
@@ -43,13 +41,6 @@ struct eos_squash_refs {
 	size_t nlisted, cap;
 	uint8_t (*records)[FREE_KEY_LEN]; /* the "free:" records they were read from */
 	size_t nrecords, rcap;
-};
-
-/* One key with its delta and the count read from the store. */
-struct ref_item {
-	uint8_t key[EOS_REF_KEY_LEN];
-	int64_t delta;
-	uint64_t count;
 };
 
 int
@@ -78,18 +69,6 @@ eos_squash_refs_free(struct eos_squash_refs *r)
 	free(r);
 }
 
-static int
-delta_add(struct eos_hashmap *m, const uint8_t key[EOS_REF_KEY_LEN], int64_t delta)
-{
-	union eos_hashmap_value *v;
-	int r = eos_hashmap_get_or_insert(m, key, EOS_REF_KEY_LEN, &v);
-
-	if (r < 0)
-		return r;
-	v->i64 += delta;
-	return 0;
-}
-
 int
 eos_squash_refs_drop(struct eos_squash_refs *r, const struct eos_content *c)
 {
@@ -99,121 +78,13 @@ eos_squash_refs_drop(struct eos_squash_refs *r, const struct eos_content *c)
 		return 0;
 	eos_ref_key(key, c->kind == EOS_CONTENT_CHUNK ? EOS_REF_CHUNK : EOS_REF_MANIFEST,
 		    &c->digest);
-	return delta_add(&r->deltas, key, -1);
+	return eos_ref_deltas_add(&r->deltas, key, -1);
 }
 
 bool
 eos_squash_refs_empty(const struct eos_squash_refs *r)
 {
 	return eos_hashmap_count(&r->deltas) == 0 && r->nlisted == 0;
-}
-
-static const struct eos_digest *
-key_digest(const uint8_t *key)
-{
-	return (const struct eos_digest *)(key + 1);
-}
-
-/* --- reading counts --------------------------------------------------------------------------- */
-
-/* The non-zero deltas of type in m, copied out (m may grow while they are processed). */
-static int
-items_collect(struct eos_hashmap *m, enum eos_ref_type type, struct ref_item **ret, size_t *ret_n)
-{
-	cleanup_free struct ref_item *items = NULL;
-	size_t n = 0;
-
-	items = calloc(eos_hashmap_count(m) ?: 1, sizeof(*items));
-	if (!items)
-		return -ENOMEM;
-	for (struct eos_hashmap_iter it = { 0 }; eos_hashmap_next(m, &it);) {
-		const uint8_t *key = it.key;
-
-		if (key[0] != (uint8_t)type || it.value->i64 == 0)
-			continue;
-		memcpy(items[n].key, key, EOS_REF_KEY_LEN);
-		items[n++].delta = it.value->i64;
-	}
-	*ret = TAKE_PTR(items);
-	*ret_n = n;
-	return 0;
-}
-
-static int
-count_decode(const struct eos_buf *v, const uint8_t *key, uint64_t *ret, struct eos_error *err)
-{
-	char hex[EOS_DIGEST_HEX_LEN + 1];
-
-	if (v->len == 8) {
-		*ret = eos_get_le64(v->data);
-		return 0;
-	}
-	eos_digest_hex(key_digest(key), hex);
-	return eos_error_set(err, -EBADMSG, "reference count of '%c' '%s' is corrupt (%zu bytes)",
-			     key[0], hex, v->len);
-}
-
-/* Fill items[0..n).count (at most READ_BATCH) with the current counts, 0 when absent. */
-static int
-counts_read_some(struct eos_store *st, struct ref_item *items, size_t n, struct eos_error *err)
-{
-	const void *keys[READ_BATCH];
-	size_t klens[READ_BATCH];
-	struct eos_buf vals[READ_BATCH];
-	bool found[READ_BATCH];
-	int r;
-
-	for (size_t i = 0; i < n; i++) {
-		keys[i] = items[i].key;
-		klens[i] = EOS_REF_KEY_LEN;
-		eos_buf_init(&vals[i]);
-		items[i].count = 0;
-	}
-	r = eos_kv_multi_get(st->kv, EOS_CF_REFS, n, keys, klens, vals, found, err);
-	for (size_t i = 0; i < n; i++) {
-		if (r >= 0 && found[i])
-			r = count_decode(&vals[i], items[i].key, &items[i].count, err);
-		eos_buf_release(&vals[i]);
-	}
-	return r < 0 ? r : 0;
-}
-
-static int
-counts_read(struct eos_store *st, struct ref_item *items, size_t n, struct eos_error *err)
-{
-	for (size_t i = 0; i < n; i += READ_BATCH) {
-		int r = counts_read_some(st, items + i, EOS_MIN(n - i, (size_t)READ_BATCH), err);
-
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* The count after the delta; -EBADMSG naming the object when it would drop below zero. */
-static int
-count_after(const struct ref_item *it, uint64_t *ret, struct eos_error *err)
-{
-	char hex[EOS_DIGEST_HEX_LEN + 1];
-
-	if (it->delta < 0 && (uint64_t)-it->delta > it->count) {
-		eos_digest_hex(key_digest(it->key), hex);
-		return eos_error_set(err, -EBADMSG,
-				     "reference count of %s '%s' would drop below zero",
-				     it->key[0] == EOS_REF_CHUNK ? "chunk" : "manifest", hex);
-	}
-	*ret = it->count + (uint64_t)it->delta;
-	return 0;
-}
-
-/* The deltas of type in m with their current counts. */
-static int
-items_load(struct eos_store *st, struct eos_hashmap *m, enum eos_ref_type type,
-	   struct ref_item **ret, size_t *ret_n, struct eos_error *err)
-{
-	int r = items_collect(m, type, ret, ret_n);
-
-	return r < 0 ? r : counts_read(st, *ret, *ret_n, err);
 }
 
 /* --- preparing (no lock) ---------------------------------------------------------------------- */
@@ -223,10 +94,10 @@ manifest_load(struct eos_store *st, const uint8_t *key, struct eos_manifest **re
 	      struct eos_error *err)
 {
 	char hex[EOS_DIGEST_HEX_LEN + 1];
-	int r = eos_manifest_read(st, key_digest(key), ret, err);
+	int r = eos_manifest_read(st, eos_ref_key_digest(key), ret, err);
 
 	if (r < 0) {
-		eos_digest_hex(key_digest(key), hex);
+		eos_digest_hex(eos_ref_key_digest(key), hex);
 		return eos_error_prefix(err, r, "squash: manifest '%s'", hex);
 	}
 	return 0;
@@ -240,7 +111,7 @@ manifest_expand(struct eos_hashmap *cd, const struct eos_manifest *m)
 
 	for (uint32_t i = 0; i < m->n; i++) {
 		eos_ref_key(key, EOS_REF_CHUNK, &m->chunks[i].digest);
-		if (delta_add(cd, key, -1) < 0)
+		if (eos_ref_deltas_add(cd, key, -1) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -253,7 +124,7 @@ chunk_deltas(struct eos_squash_refs *r, struct eos_hashmap *cd)
 	for (struct eos_hashmap_iter it = { 0 }; eos_hashmap_next(&r->deltas, &it);) {
 		const uint8_t *key = it.key;
 
-		if (key[0] == EOS_REF_CHUNK && delta_add(cd, key, it.value->i64) < 0)
+		if (key[0] == EOS_REF_CHUNK && eos_ref_deltas_add(cd, key, it.value->i64) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -264,15 +135,15 @@ static int
 predict_manifests(struct eos_store *st, struct eos_squash_refs *r, struct eos_hashmap *cd,
 		  struct eos_error *err)
 {
-	cleanup_free struct ref_item *items = NULL;
+	cleanup_free struct eos_ref_item *items = NULL;
 	size_t n = 0;
 	uint64_t count = 0;
-	int q = items_load(st, &r->deltas, EOS_REF_MANIFEST, &items, &n, err);
+	int q = eos_ref_items_load(st, &r->deltas, EOS_REF_MANIFEST, &items, &n, err);
 
 	for (size_t i = 0; q == 0 && i < n; i++) {
 		struct eos_manifest *m = NULL;
 
-		q = count_after(&items[i], &count, err);
+		q = eos_ref_item_count_after(&items[i], &count, err);
 		if (q < 0 || count > 0)
 			continue;
 		q = manifest_load(st, items[i].key, &m, err);
@@ -314,15 +185,15 @@ static int
 predict_chunks(struct eos_store *st, struct eos_squash_refs *r, struct eos_hashmap *cd,
 	       struct eos_error *err)
 {
-	cleanup_free struct ref_item *items = NULL;
+	cleanup_free struct eos_ref_item *items = NULL;
 	size_t n = 0;
 	uint64_t count = 0;
-	int q = items_load(st, cd, EOS_REF_CHUNK, &items, &n, err);
+	int q = eos_ref_items_load(st, cd, EOS_REF_CHUNK, &items, &n, err);
 
 	for (size_t i = 0; q == 0 && i < n; i++) {
-		q = count_after(&items[i], &count, err);
+		q = eos_ref_item_count_after(&items[i], &count, err);
 		if (q == 0 && count == 0)
-			q = size_read(st, r, key_digest(items[i].key), err);
+			q = size_read(st, r, eos_ref_key_digest(items[i].key), err);
 	}
 	return q;
 }
@@ -404,7 +275,7 @@ listed_read(struct eos_store *st, struct eos_squash_refs *r, struct eos_error *e
 	listed_unique(r);
 	for (size_t i = 0; q == 0 && i < r->nlisted; i++)
 		if (r->listed[i][0] == EOS_REF_CHUNK)
-			q = size_read(st, r, key_digest(r->listed[i]), err);
+			q = size_read(st, r, eos_ref_key_digest(r->listed[i]), err);
 	return q;
 }
 
@@ -436,24 +307,11 @@ struct stage {
 	struct eos_buf zero;   /* without the exclusive side: objects reaching zero, to list */
 };
 
-static void
-stage_count(struct eos_kv_batch *b, const uint8_t *key, uint64_t count)
-{
-	uint8_t v[8];
-
-	if (count == 0) {
-		eos_kv_batch_delete(b, EOS_CF_REFS, key, EOS_REF_KEY_LEN);
-		return;
-	}
-	eos_put_le64(v, count);
-	eos_kv_batch_put(b, EOS_CF_REFS, key, EOS_REF_KEY_LEN, v, sizeof(v));
-}
-
 /* Stage the deletion of object key (exclusive side held), counting a chunk that exists. */
 static int
 stage_free(struct stage *s, const uint8_t *key, struct eos_error *err)
 {
-	const struct eos_digest *d = key_digest(key);
+	const struct eos_digest *d = eos_ref_key_digest(key);
 	union eos_hashmap_value *size;
 	int r;
 
@@ -500,16 +358,16 @@ stage_zero_record(struct stage *s)
 }
 
 static int
-stage_manifest(struct stage *s, const struct ref_item *it, struct eos_error *err)
+stage_manifest(struct stage *s, const struct eos_ref_item *it, struct eos_error *err)
 {
 	struct eos_manifest *m;
 	cleanup_free struct eos_manifest *own = NULL;
 	uint64_t count = 0;
-	int r = count_after(it, &count, err);
+	int r = eos_ref_item_count_after(it, &count, err);
 
 	if (r < 0)
 		return r;
-	stage_count(s->b, it->key, count);
+	eos_ref_stage_count(s->b, it->key, count);
 	if (count > 0)
 		return 0;
 	m = eos_hashmap_get(&s->r->manifests, it->key, EOS_REF_KEY_LEN);
@@ -524,14 +382,14 @@ stage_manifest(struct stage *s, const struct ref_item *it, struct eos_error *err
 }
 
 static int
-stage_chunk(struct stage *s, const struct ref_item *it, struct eos_error *err)
+stage_chunk(struct stage *s, const struct eos_ref_item *it, struct eos_error *err)
 {
 	uint64_t count = 0;
-	int r = count_after(it, &count, err);
+	int r = eos_ref_item_count_after(it, &count, err);
 
 	if (r < 0)
 		return r;
-	stage_count(s->b, it->key, count);
+	eos_ref_stage_count(s->b, it->key, count);
 	return count > 0 ? 0 : stage_zero(s, it->key, err);
 }
 
@@ -539,7 +397,7 @@ stage_chunk(struct stage *s, const struct ref_item *it, struct eos_error *err)
 static int
 stage_listed(struct stage *s, struct eos_error *err)
 {
-	cleanup_free struct ref_item *items = NULL;
+	cleanup_free struct eos_ref_item *items = NULL;
 	struct eos_squash_refs *r = s->r;
 	int q = 0;
 
@@ -550,7 +408,7 @@ stage_listed(struct stage *s, struct eos_error *err)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->nlisted; i++)
 		memcpy(items[i].key, r->listed[i], EOS_REF_KEY_LEN);
-	q = counts_read(s->st, items, r->nlisted, err);
+	q = eos_ref_items_read(s->st, items, r->nlisted, err);
 	for (size_t i = 0; q == 0 && i < r->nlisted; i++)
 		if (items[i].count == 0)
 			q = stage_free(s, items[i].key, err);
@@ -562,18 +420,18 @@ stage_listed(struct stage *s, struct eos_error *err)
 static int
 stage_all(struct stage *s, struct eos_error *err)
 {
-	cleanup_free struct ref_item *ms = NULL;
-	cleanup_free struct ref_item *cs = NULL;
+	cleanup_free struct eos_ref_item *ms = NULL;
+	cleanup_free struct eos_ref_item *cs = NULL;
 	size_t nm = 0, nc = 0;
 	int q;
 
 	/* Listed objects first: their counts are read before this batch changes any. */
 	q = s->exclusive ? stage_listed(s, err) : 0;
 	q = q ?: chunk_deltas(s->r, &s->cd);
-	q = q ?: items_load(s->st, &s->r->deltas, EOS_REF_MANIFEST, &ms, &nm, err);
+	q = q ?: eos_ref_items_load(s->st, &s->r->deltas, EOS_REF_MANIFEST, &ms, &nm, err);
 	for (size_t i = 0; q == 0 && i < nm; i++)
 		q = stage_manifest(s, &ms[i], err);
-	q = q ?: items_load(s->st, &s->cd, EOS_REF_CHUNK, &cs, &nc, err);
+	q = q ?: eos_ref_items_load(s->st, &s->cd, EOS_REF_CHUNK, &cs, &nc, err);
 	for (size_t i = 0; q == 0 && i < nc; i++)
 		q = stage_chunk(s, &cs[i], err);
 	return q ?: stage_zero_record(s);
