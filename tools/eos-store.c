@@ -199,7 +199,8 @@ print_main_usage(FILE *f)
 	fputs("\nDIR defaults to $EOS_STORE, else $EOS_STATE_DIR/store, else\n"
 	      "${XDG_DATA_HOME:-$HOME/.local/share}/eos/store. Versions are written L000003, L3 or 3.\n"
 	      "Every command accepts --store, --json and --help. Exit status: 0 success, 1 failure,\n"
-	      "2 bad usage.\n",
+	      "2 bad usage, 3 publish rejected. With $EOS_SQUASH_THRESHOLD=N, a publish or write\n"
+	      "that leaves more than N layers no lease needs squashes them before the command ends.\n",
 	      f);
 }
 
@@ -257,10 +258,21 @@ int
 tool_open(struct tool *t, bool create)
 {
 	struct eos_store_options opts = { .create = create };
+	const char *threshold = getenv("EOS_SQUASH_THRESHOLD");
 	struct eos_error err = { 0 };
 	struct stat sb;
 	int r;
 
+	if (threshold && *threshold) {
+		char *end;
+		unsigned long n = strtoul(threshold, &end, 10);
+
+		if (*end || n > UINT32_MAX)
+			return tool_failf(t, -EINVAL,
+					  "EOS_SQUASH_THRESHOLD '%s' is not a number of layers",
+					  threshold);
+		opts.squash_threshold = (unsigned)n;
+	}
 	if (!create && stat(t->store_dir, &sb) < 0 && errno == ENOENT)
 		return tool_failf(t, -ENOENT, "store '%s' does not exist", t->store_dir);
 	if (create && (r = eos_mkdir_parents(t->store_dir, 0755, false)) < 0)
@@ -797,6 +809,8 @@ main(int argc, char **argv)
 	eos_log_set_program("eos-store");
 	eos_log_init_from_env();
 	status = run(&t, argc, argv);
+	if (t.st)
+		eos_store_autosquash_wait(t.st); /* let an automatic squash finish, not cancel it */
 	eos_store_close(t.st);
 	free(t.store_dir);
 	return status;
