@@ -276,7 +276,8 @@ print_git_row(const struct pb_report *r, const char *l, uint64_t d)
 	if (isnan(ratio))
 		printf("| %s | %" PRIu64 " | %s | %s | — |\n", l, d, c1, c2);
 	else
-		printf("| %s | %" PRIu64 " | %s | %s | %.2f |\n", l, d, c1, c2, ratio);
+		printf("| %s | %" PRIu64 " | %s | %s | %.*f |\n", l, d, c1, c2, ratio < 0.1 ? 3 : 2,
+		       ratio);
 }
 
 static void
