@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 
 #include "bench/publish.h"
 
@@ -74,7 +75,7 @@ work(struct worker *w)
 	uint64_t deadline = w->t_start + w->duration_ns;
 	int r = 0;
 
-	while (r >= 0 && pb_now_ns() < deadline) {
+	while (r >= 0 && (uint64_t)eos_mono_ns() < deadline) {
 		struct pb_delta d;
 		struct pb_sample s;
 
@@ -100,9 +101,9 @@ worker_main(void *arg)
 	while (!w->start->go)
 		pthread_cond_wait(&w->start->cond, &w->start->lock);
 	pthread_mutex_unlock(&w->start->lock);
-	w->t_start = pb_now_ns();
+	w->t_start = (uint64_t)eos_mono_ns();
 	w->r = work(w);
-	w->t_end = pb_now_ns();
+	w->t_end = (uint64_t)eos_mono_ns();
 	return NULL;
 }
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 
 #include "bench/publish.h"
 
@@ -85,14 +86,14 @@ git_setup(struct pb_bench *b, const struct pb_tree *t, struct eos_error *err)
 {
 	static const char *const init[] = { "init", "-q" }, *const add[] = { "add", "-A" },
 				 *const commit[] = { "commit", "-q", "-m", "base" };
-	uint64_t t0 = pb_now_ns();
+	uint64_t t0 = (uint64_t)eos_mono_ns();
 	int r;
 
 	pb_progress("git: a repository of base %s", t->label);
 	r = git_run(t->root, false, init, EOS_ARRAY_SIZE(init), err);
 	r = r ?: git_run(t->root, false, add, EOS_ARRAY_SIZE(add), err);
 	r = r ?: git_run(t->root, false, commit, EOS_ARRAY_SIZE(commit), err);
-	if (r >= 0 && pb_figure(&b->report, (double)(pb_now_ns() - t0) / 1e9, "s",
+	if (r >= 0 && pb_figure(&b->report, (double)((uint64_t)eos_mono_ns() - t0) / 1e9, "s",
 				"git.%s.setup_seconds", t->label) < 0)
 		r = eos_error_set(err, -ENOMEM, "git: out of memory");
 	return r;
@@ -122,10 +123,10 @@ git_commit(const struct pb_tree *t, const struct pb_delta *d, bool fsync, struct
 		return r;
 	add[0] = "add";
 	add[1] = "--";
-	t0 = pb_now_ns();
+	t0 = (uint64_t)eos_mono_ns();
 	r = git_run(t->root, fsync, add, d->n + 2, err);
 	r = r ?: git_run(t->root, fsync, commit, EOS_ARRAY_SIZE(commit), err);
-	*ret_ns = pb_now_ns() - t0;
+	*ret_ns = (uint64_t)eos_mono_ns() - t0;
 	return r;
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/path.h"
 
 #include "bench/publish.h"
@@ -80,20 +81,6 @@ stage(struct eos_publish *p, const struct pb_delta *d, const char *dir, struct e
 	return r;
 }
 
-static const char *
-status_name(enum eos_publish_status s)
-{
-	switch (s) {
-	case EOS_PUBLISH_PUBLISHED:
-		return "published";
-	case EOS_PUBLISH_NO_OP:
-		return "no_op";
-	case EOS_PUBLISH_REJECTED:
-		return "rejected";
-	}
-	return "unknown";
-}
-
 /* The publish's first file at its new version must hold the bytes written. */
 static int
 verify(const struct pb_target *tg, const struct pb_edit *e, uint64_t v, struct eos_buf *buf,
@@ -130,7 +117,7 @@ check_result(const struct pb_target *tg, const struct eos_publish_result *res,
 		return 0;
 	return eos_error_set(err, -EPROTO, "publish to '%s'%s%s: %s, not published%s%s",
 			     tg->sandbox, tg->session ? " from session " : "",
-			     tg->session ? tg->session : "", status_name(res->status),
+			     tg->session ? tg->session : "", eos_publish_status_name(res->status),
 			     res->nconflicts ? ": " : "",
 			     res->nconflicts ? res->conflicts[0].message : "");
 }
@@ -148,12 +135,12 @@ timed_publish(const struct pb_target *tg, const struct pb_delta *d, const char *
 	if (!tg->session) /* a caller of a plain change set knows its base */
 		r = eos_store_sandbox_get(tg->st, tg->sandbox, &info, err);
 	o.base = r >= 0 && !tg->session ? info.head : 0;
-	t0 = pb_now_ns();
+	t0 = (uint64_t)eos_mono_ns();
 	r = r ?: eos_publish_begin(tg->st, &o, &p, err);
 	r = r ?: stage(p, d, dir, err);
 	r = r ?: eos_publish_commit(p, res, err);
 	eos_publish_free(TAKE_PTR(p));
-	*ret = (struct pb_sample){ .total_ns = pb_now_ns() - t0,
+	*ret = (struct pb_sample){ .total_ns = (uint64_t)eos_mono_ns() - t0,
 				   .prepare_ns = (uint64_t)res->prepare_ns,
 				   .lock_ns = (uint64_t)res->lock_ns };
 	return r;
@@ -314,15 +301,15 @@ static int
 run_rounds(struct latency *L, struct eos_error *err)
 {
 	unsigned rounds = PB_WARMUP + L->b->o->reps;
-	uint64_t t0 = pb_now_ns();
+	uint64_t t0 = (uint64_t)eos_mono_ns();
 	int r = 0;
 
 	for (unsigned round = 0; r >= 0 && round < rounds; round++) {
 		for (size_t i = 0; r >= 0 && i < L->ncfg; i++)
 			r = run_one(L, &L->cfg[i], round >= PB_WARMUP, err);
-		if (round + 1 == rounds || pb_now_ns() - t0 > 10000000000u) {
+		if (round + 1 == rounds || (uint64_t)eos_mono_ns() - t0 > 10000000000u) {
 			pb_progress("%s: round %u of %u done", L->section, round + 1, rounds);
-			t0 = pb_now_ns();
+			t0 = (uint64_t)eos_mono_ns();
 		}
 	}
 	return r;

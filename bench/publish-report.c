@@ -15,15 +15,6 @@
 
 #include "bench/publish.h"
 
-uint64_t
-pb_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void
 pb_progress(const char *fmt, ...)
 {

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/path.h"
 
 static const struct {
@@ -77,7 +78,7 @@ make_base(struct pb_bench *b, size_t i, struct eos_error *err)
 	struct pb_tree *t = &b->trees[i];
 	struct eos_import_result res;
 	char root[PATH_MAX], label[24];
-	uint64_t t0 = pb_now_ns();
+	uint64_t t0 = (uint64_t)eos_mono_ns();
 	int r;
 
 	pb_size_label(b->o->bases.v[i], label, sizeof(label));
@@ -90,8 +91,8 @@ make_base(struct pb_bench *b, size_t i, struct eos_error *err)
 		return r;
 	pb_progress("base %s: %zu files, %" PRIu64 " directories, %.1f MB in %.1f s; importing",
 		    label, t->nfiles, t->ndirs, (double)t->bytes / 1e6,
-		    (double)(pb_now_ns() - t0) / 1e9);
-	t0 = pb_now_ns();
+		    (double)((uint64_t)eos_mono_ns() - t0) / 1e9);
+	t0 = (uint64_t)eos_mono_ns();
 	r = eos_store_import(b->st, root, &io, &res, err);
 	if (r < 0)
 		return r;
@@ -100,8 +101,8 @@ make_base(struct pb_bench *b, size_t i, struct eos_error *err)
 	    pb_figure(&b->report, (double)t->bytes, "bytes", "tree.%s.bytes", label) < 0 ||
 	    pb_figure(&b->report, (double)t->depth_sum / (double)t->nfiles, "levels",
 		      "tree.%s.mean_depth", label) < 0 ||
-	    pb_figure(&b->report, (double)(pb_now_ns() - t0) / 1e9, "s", "import.%s.seconds",
-		      label) < 0)
+	    pb_figure(&b->report, (double)((uint64_t)eos_mono_ns() - t0) / 1e9, "s",
+		      "import.%s.seconds", label) < 0)
 		return eos_error_set(err, -ENOMEM, "out of memory");
 	return 0;
 }

@@ -77,7 +77,6 @@ struct pb_report {
 	size_t n, cap;
 };
 
-uint64_t pb_now_ns(void);
 void pb_progress(const char *fmt, ...) EOS_PRINTF(1, 2);
 /* Sort samples[n] and return the value at quantile q (nearest rank); 0 when n is 0. */
 uint64_t pb_quantile(uint64_t *samples, size_t n, double q);
