@@ -165,6 +165,7 @@ pool_run_path(struct eos_import_pool *pool, const struct eos_import_job *job, ui
 	cleanup_close int fd = -1;
 	struct eos_attr attr;
 	struct stat sb;
+	int r;
 
 	fd = eos_import_open_beneath(pool->root_fd, job->path);
 	if (fd < 0)
@@ -175,7 +176,8 @@ pool_run_path(struct eos_import_pool *pool, const struct eos_import_job *job, ui
 		return eos_error_set(err, -EAGAIN, "'%s' changed during the import", job->path);
 	attr = eos_import_attr_from_stat(&sb);
 	*bytes = (uint64_t)sb.st_size;
-	return eos_changeset_put_file_fd(pool->cs, job->path, &attr, fd, err);
+	r = eos_changeset_put_file_fd(pool->cs, job->path, &attr, fd, err);
+	return r ?: eos_import_copy_xattrs(pool->cs, job->path, fd, err);
 }
 
 static int

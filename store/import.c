@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -90,6 +91,55 @@ eos_import_open_beneath(int root_fd, const char *path)
 	return open_nofollow(root_fd, path);
 }
 #endif
+
+/* --- extended attributes --------------------------------------------------------------------- */
+
+enum {
+	XATTR_LIST_MAX_BYTES = 65536,
+};
+
+static int
+copy_one_xattr(struct eos_changeset *cs, const char *path, int fd, const char *name,
+	       struct eos_error *err)
+{
+	cleanup_free uint8_t *value = malloc(EOS_XATTR_VALUE_MAX);
+	ssize_t n;
+
+	if (!value)
+		return eos_error_set(err, -ENOMEM, "import: out of memory");
+	n = fgetxattr(fd, name, value, EOS_XATTR_VALUE_MAX);
+	if (n < 0 && errno == ENODATA)
+		return 0; /* removed since it was listed */
+	if (n < 0)
+		return eos_error_set(err, eos_neg_errno(), "read xattr '%s' of '%s': %m", name,
+				     path);
+	return eos_changeset_set_xattr(cs, path, name, value, (size_t)n, err);
+}
+
+int
+eos_import_copy_xattrs(struct eos_changeset *cs, const char *path, int fd, struct eos_error *err)
+{
+	cleanup_free char *names = malloc(XATTR_LIST_MAX_BYTES);
+	ssize_t n;
+
+	if (!names)
+		return eos_error_set(err, -ENOMEM, "import: out of memory");
+	n = flistxattr(fd, names, XATTR_LIST_MAX_BYTES);
+	if (n < 0 && errno == ENOTSUP)
+		return 0;
+	if (n < 0)
+		return eos_error_set(err, eos_neg_errno(), "list xattrs of '%s': %m", path);
+	for (const char *name = names; name < names + n; name += strlen(name) + 1) {
+		int r;
+
+		if (strncmp(name, "user.", 5) != 0)
+			continue;
+		r = copy_one_xattr(cs, path, fd, name, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
 
 /* --- shared steps ----------------------------------------------------------------------------- */
 

@@ -142,6 +142,12 @@ struct eos_attr eos_import_attr_from_stat(const struct stat *sb);
  * caller closes it) or -errno.
  */
 int eos_import_open_beneath(int root_fd, const char *path);
+/*
+ * Stage the user.* extended attributes of the open file fd as xattrs of path in cs (other
+ * namespaces are not shown by session views). A filesystem without xattrs gives none.
+ */
+int eos_import_copy_xattrs(struct eos_changeset *cs, const char *path, int fd,
+			   struct eos_error *err);
 /* Open the change set creating the sandbox (owner "import"). Caller frees *ret. */
 int eos_import_begin(struct eos_store *st, const struct eos_import_options *o, const char *source,
 		     const struct eos_attr *root, struct eos_changeset **ret,

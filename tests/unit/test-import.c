@@ -4,6 +4,7 @@
  * and unreadable files (all named, nothing committed), archive path checks, sandbox ids.
  */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -817,6 +819,46 @@ START_TEST(test_empty_sources)
 }
 END_TEST
 
+struct xattr_seen {
+	int n;
+	bool value_ok;
+};
+
+static int
+xattr_seen_one(void *ctx, const char *name, const void *value, size_t len)
+{
+	struct xattr_seen *x = ctx;
+
+	x->n++;
+	if (strcmp(name, "user.origin") == 0)
+		x->value_ok = len == 5 && memcmp(value, "hello", 5) == 0;
+	return 0;
+}
+
+/* A file's user.* xattrs are imported with it. */
+START_TEST(test_xattrs_imported)
+{
+	cleanup_free char *sdir = NULL;
+	cleanup_free char *tree = eos_test_tmpdir("xattr");
+	cleanup_free char *file = pjoin(tree, "f");
+	EOS_CLEANUP(eos_store_closep) struct eos_store *st = eos_test_store_new(&sdir);
+	struct eos_import_result a;
+	struct xattr_seen x = { 0 };
+	struct eos_error err = { 0 };
+
+	run("echo x > '%s'", file);
+	if (setxattr(file, "user.origin", "hello", 5, 0) < 0)
+		ck_abort_msg("setxattr on '%s': %s (the test tree must support user xattrs)", file,
+			     strerror(errno));
+	a = import_ok(st, tree, NULL);
+	ck_assert_int_eq(eos_store_xattrs(st, a.sandbox, 0, "f", xattr_seen_one, &x, &err), 0);
+	ck_assert_int_eq(x.n, 1);
+	ck_assert(x.value_ok);
+	eos_test_rm_rf(tree);
+	eos_test_rm_rf(sdir);
+}
+END_TEST
+
 /* A failure in a worker thread or in the commit leaves no sandbox and a consistent store. */
 START_TEST(test_failure_leaves_nothing)
 {
@@ -923,6 +965,7 @@ import_suite(void)
 	tcase_add_test(tc, test_tar_big_and_sparse_members);
 	tcase_add_test(tc, test_tar_implicit_parents);
 	tcase_add_test(tc, test_empty_sources);
+	tcase_add_test(tc, test_xattrs_imported);
 	tcase_add_test(tc, test_failure_leaves_nothing);
 	tcase_add_test(tc, test_not_an_archive);
 	tcase_add_test(tc, test_sandbox_id);
