@@ -461,6 +461,16 @@ check_deleted(struct eos_pub_check *c, struct eos_pub_op *op)
 				kind_word(op->base.st.kind));
 }
 
+int
+eos_pub_check_unchanged(struct eos_pub_check *c, struct eos_pub_op *op)
+{
+	if (op->kind == EOS_PUB_REMOVE && !op->base_found && !c->p->blind)
+		drop(c, op); /* nothing to delete (a name below a moved directory) */
+	else
+		take(op);
+	return 0;
+}
+
 /* Whether op removes or replaces a directory of the base (its subtree must be unchanged). */
 static bool
 replaces_dir(const struct eos_pub_op *op)

@@ -49,11 +49,17 @@ check_all(struct eos_pub_check *c, struct eos_error *err)
 	struct eos_publish *p = c->p;
 	int r = 0;
 
+	/*
+	 * Blind writes check nothing; and when nothing was published since the base, every path
+	 * is as the session saw it (the change set's own validation still runs).
+	 */
+	bool take_all = p->blind || c->head == p->base;
+
 	for (size_t i = 0; r >= 0 && i < p->nops; i++) {
 		struct eos_pub_op *op = p->ops[i];
 
-		if (p->blind) {
-			op->resolved = true;
+		if (take_all) {
+			eos_pub_check_unchanged(c, op);
 			continue;
 		}
 		r = lookup_head(c, op, err);
@@ -71,6 +77,8 @@ refresh_blame(struct eos_pub_check *c, struct eos_error *err)
 {
 	struct eos_publish *p = c->p;
 
+	if (!p->blind && c->head == p->base)
+		return 0; /* computed against the base, which is the head */
 	for (size_t i = 0; i < p->nops; i++) {
 		struct eos_pub_op *op = p->ops[i];
 		struct eos_pub_blame_args a = { .c = &op->content, .prev_path = op->path };

@@ -158,6 +158,8 @@ struct eos_pub_check {
 	uint64_t merged;
 };
 
+/* Decide op when nothing was published since the base: take it, or drop a removal of nothing. */
+int eos_pub_check_unchanged(struct eos_pub_check *c, struct eos_pub_op *op);
 /* Decide op against the head (op->head filled): take, drop, merge or record a conflict. */
 int eos_pub_check_op(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_error *err);
 /* Record a conflict at op (detail may be NULL). */

@@ -7,7 +7,8 @@
 # store (naming its pid), then publishes one layer after the unmount, and `eos-store blame` shows
 # each operation on the lines it wrote. `eos-store write` publishes one layer owned by its
 # operation. Two sessions merging and a third rejected (JSON error of kind "conflict" listing the
-# conflicts, exit status non-zero), retained, fixed and published on retry. As root the whole
+# conflicts, exit status non-zero), retained, fixed and published on retry. A session that moves a
+# directory publishes it with its unchanged children and its changes below. As root the whole
 # script runs again as the unprivileged user (like fs-sessions.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/fs-lib.sh"
@@ -24,6 +25,10 @@ setup() {
 	printf 'one\ntwo\n' >"$T/base/src/f.txt"
 	printf 'a\nb\nc\n' >"$T/base/edit.txt"
 	printf 'keep\n' >"$T/base/keep.txt"
+	mkdir -p "$T/base/tree/sub"
+	printf 't1\nt2\n' >"$T/base/tree/top.txt"
+	printf 'x\n' >"$T/base/tree/sub/x"
+	printf 'y\n' >"$T/base/tree/sub/y"
 	fs_import "$S" sb "$T/base" || bail_out "import failed"
 }
 
@@ -170,6 +175,30 @@ sorted(c["path"] for c in d["changes"] if c["change"] == "put")')" = '["c.txt", 
 	check "the retry added one layer" test "$(layer_count)" = $((layers + 1))
 }
 
+# Names in directory $1 at the head, space-separated.
+head_names() {
+	eos_store --store "$S" --json ls --sandbox sb "$1" | json_get '" ".join(e["name"] for e in d["entries"])'
+}
+
+# A moved directory brings its unchanged children along; changes below it are kept.
+test_moved_directory() {
+	open_session m
+	mv "$M/tree" "$M/moved"
+	rm "$M/moved/sub/y"
+	echo z >"$M/moved/sub/z"
+	close_session
+	run eos_store --store "$S" --json publish --sandbox sb --session m
+	expect_rc 0 "publish a session that moved a directory"
+	run eos_store --store "$S" stat --sandbox sb tree
+	check "the old name is gone" test "$rc" != 0
+	check "the moved directory holds its children" test "$(head_names moved)" = "sub top.txt"
+	check "below it, the deletion and the new file are published" \
+		test "$(head_names moved/sub)" = "x z"
+	run eos_store --store "$S" cat --sandbox sb moved/top.txt
+	check "a moved file keeps its bytes" test "$out" = $'t1\nt2'
+	check "a moved file keeps its line owners" test "$(owner_of_line moved/top.txt 2)" = original
+}
+
 test_fsck() {
 	run eos_store --store "$S" --json fsck
 	expect_rc 0 "fsck is clean"
@@ -194,6 +223,7 @@ test_write_log_provenance
 test_publish_session
 test_write
 test_merge_and_reject
+test_moved_directory
 test_fsck
 test_as_user
 tap_done
