@@ -342,14 +342,9 @@ static int
 merge_attr_op(struct eos_pub_check *c, struct eos_pub_op *op, const struct eos_attr *base)
 {
 	struct eos_attr merged;
+	int r = eos_pub_merge_op_attr(c, op, base, &merged);
 
-	if (!eos_pub_merge_attr(base, &op->head.st.attr, &op->attr, &merged))
-		return eos_pub_conflict(c, op, EOS_CONFLICT_MODE, NULL,
-					"'%s': permissions changed to %04o by the session and to "
-					"%04o by the head",
-					op->path, op->attr.mode & 07777,
-					op->head.st.attr.mode & 07777);
-	return set_staged_attr(c, op, &merged);
+	return r <= 0 ? r : set_staged_attr(c, op, &merged);
 }
 
 static int

@@ -34,6 +34,18 @@ eos_pub_merge_attr(const struct eos_attr *base, const struct eos_attr *head,
 	return true;
 }
 
+int
+eos_pub_merge_op_attr(struct eos_pub_check *c, struct eos_pub_op *op, const struct eos_attr *base,
+		      struct eos_attr *ret)
+{
+	if (eos_pub_merge_attr(base, &op->head.st.attr, &op->attr, ret))
+		return 1;
+	return eos_pub_conflict(c, op, EOS_CONFLICT_MODE, NULL,
+				"'%s': permissions changed to %04o by the session and to %04o by "
+				"the head",
+				op->path, op->attr.mode & 07777, op->head.st.attr.mode & 07777);
+}
+
 /* The three sides' bytes; base is empty when the path did not exist at the base. */
 struct sides {
 	uint8_t *base, *head, *ours;
@@ -154,15 +166,13 @@ eos_pub_merge_file(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_er
 	const struct eos_attr *base = op->base_found ? &op->base.st.attr : &op->head.st.attr;
 	const struct eos_digest *hd = &op->head.st.content.digest;
 	struct eos_attr attr;
+	int r;
 
 	if (!staged)
 		return eos_error_set(err, -EIO, "'%s': staged file is missing", op->path);
-	if (!eos_pub_merge_attr(base, &op->head.st.attr, &op->attr, &attr))
-		return eos_pub_conflict(c, op, EOS_CONFLICT_MODE, NULL,
-					"'%s': permissions changed to %04o by the session and to "
-					"%04o by the head",
-					op->path, op->attr.mode & 07777,
-					op->head.st.attr.mode & 07777);
+	r = eos_pub_merge_op_attr(c, op, base, &attr);
+	if (r <= 0)
+		return r;
 	staged->attr = attr;
 	op->resolved = true;
 	if (eos_digest_eq(&op->content.digest, hd)) {

@@ -178,3 +178,9 @@ int eos_pub_merge_file(struct eos_pub_check *c, struct eos_pub_op *op, struct eo
  */
 bool eos_pub_merge_attr(const struct eos_attr *base, const struct eos_attr *head,
 			const struct eos_attr *ours, struct eos_attr *ret);
+/*
+ * eos_pub_merge_attr of op's attributes with the head's against base: 1 and *ret, 0 when a MODE
+ * conflict was recorded, or -ENOMEM.
+ */
+int eos_pub_merge_op_attr(struct eos_pub_check *c, struct eos_pub_op *op,
+			  const struct eos_attr *base, struct eos_attr *ret);
