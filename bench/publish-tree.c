@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -191,19 +190,10 @@ pb_write_file(const char *path, const void *data, size_t len, struct eos_error *
 	return 0;
 }
 
-static int
-remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 ? eos_neg_errno() : 0;
-}
-
 int
 pb_remove_tree(const char *path)
 {
-	return nftw(path, remove_one, 32, FTW_DEPTH | FTW_PHYS);
+	return eos_rm_rf(path);
 }
 
 void

@@ -2,6 +2,7 @@
 #include "common/path.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,23 @@ eos_mkdir_parents(const char *path, unsigned mode, bool self)
 		*s = '/';
 	}
 	if (self && mkdir(p, mode) < 0 && errno != EEXIST)
+		return eos_neg_errno();
+	return 0;
+}
+
+static int
+rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int
+eos_rm_rf(const char *path)
+{
+	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
 		return eos_neg_errno();
 	return 0;
 }

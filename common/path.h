@@ -48,3 +48,8 @@ bool eos_path_is_below(const char *path, const char *dir);
  * with `self` path itself too (mkdir -p). Existing directories are fine. 0 or -errno.
  */
 int eos_mkdir_parents(const char *path, unsigned mode, bool self);
+/*
+ * Remove path and everything below it (like rm -rf; symlinks are removed, never followed). A
+ * missing path is not an error. 0 or the first -errno.
+ */
+int eos_rm_rf(const char *path);

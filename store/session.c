@@ -7,7 +7,6 @@
  * The lease "session:<name>" pins the version; record and lease are written in one batch.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,15 +215,6 @@ eos_store_session_list(struct eos_store *st, const char *sandbox, struct eos_ses
 }
 
 static int
-remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-static int
 session_dir_path(struct eos_store *st, const char *sandbox, const char *name, char **ret)
 {
 	return asprintf(ret, "%s/sessions/%s/%s", st->dir, sandbox, name) < 0 ? -ENOMEM : 0;
@@ -235,12 +225,14 @@ eos_session_dirs_remove(struct eos_store *st, const char *sandbox, const char *n
 			struct eos_error *err)
 {
 	cleanup_free char *dir = NULL;
+	int r;
 
 	if (session_dir_path(st, sandbox, name ? name : "", &dir) < 0)
 		return eos_error_set(err, -ENOMEM, "out of memory");
-	if (nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
-		return eos_error_set(err, eos_neg_errno(), "remove session directory '%s': %m",
-				     dir);
+	r = eos_rm_rf(dir);
+	if (r < 0)
+		return eos_error_set(err, r, "remove session directory '%s': %s", dir,
+				     strerror(-r));
 	return 0;
 }
 

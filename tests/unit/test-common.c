@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of common/: errors, buffers and readers, paths, digests, JSON, failpoints. */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -245,6 +248,28 @@ START_TEST(path_split_join_below)
 }
 END_TEST
 
+/* rm -rf: the tree goes, what a symlink in it points at stays, a missing path is fine. */
+START_TEST(rm_rf_removes_tree_not_link_targets)
+{
+	cleanup_free char *dir = eos_test_tmpdir("rmrf");
+	cleanup_free char *keep = eos_test_tmpdir("rmrf-keep");
+	cleanup_free char *cmd = NULL;
+	struct stat sb;
+
+	ck_assert(asprintf(&cmd,
+			   "mkdir -p '%s/a/b' && echo x > '%s/a/b/f' && echo y > '%s/k' && "
+			   "ln -s '%s' '%s/a/link'",
+			   dir, dir, keep, keep, dir) > 0);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(eos_rm_rf(dir), 0);
+	ck_assert(lstat(dir, &sb) < 0 && errno == ENOENT);
+	ck_assert(lstat(keep, &sb) == 0);
+	ck_assert_int_eq(eos_rm_rf(dir), 0);
+	ck_assert_int_eq(eos_rm_rf(keep), 0);
+	ck_assert(lstat(keep, &sb) < 0);
+}
+END_TEST
+
 START_TEST(digest_known_vectors)
 {
 	struct eos_digest d, d2;
@@ -315,6 +340,7 @@ common_suite(void)
 	tcase_add_test(tc, path_check_total_length);
 	tcase_add_test(tc, path_normalize_user_input);
 	tcase_add_test(tc, path_split_join_below);
+	tcase_add_test(tc, rm_rf_removes_tree_not_link_targets);
 	tcase_add_test(tc, digest_known_vectors);
 	tcase_add_test(tc, json_helpers);
 	suite_add_tcase(s, tc);

@@ -2,7 +2,6 @@
 #include "tests/unit/testutil.h"
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/path.h"
 
 #include "store/content.h"
 #include "store/kv.h"
@@ -30,23 +30,11 @@ eos_test_tmpdir(const char *tag)
 	return path;
 }
 
-static int
-rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
 void
 eos_test_rm_rf(const char *path)
 {
 	if (path)
-		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		eos_rm_rf(path);
 }
 
 struct eos_store *
