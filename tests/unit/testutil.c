@@ -15,6 +15,45 @@
 #include "store/kv.h"
 #include "store/store-internal.h"
 
+/*
+ * Every unit-test program keeps its temporary files in one scratch directory of its own, made
+ * its TMPDIR before main() runs and removed when the program exits. A test that fails stops its
+ * forked child before its teardown, so per-test cleanup alone left stores behind in /tmp.
+ */
+static char *scratch;
+static pid_t scratch_owner;
+
+static void
+scratch_remove(void)
+{
+	/* forked test children exit too: only the program that made it removes it */
+	if (scratch && getpid() == scratch_owner)
+		eos_rm_rf(scratch);
+}
+
+__attribute__((constructor)) static void
+scratch_init(void)
+{
+	const char *base = getenv("TMPDIR");
+
+	if (!base || !base[0])
+		base = "/tmp";
+	if (asprintf(&scratch, "%s/eos-unit-XXXXXX", base) < 0 || !mkdtemp(scratch)) {
+		free(scratch);
+		scratch = NULL;
+		return; /* tests then use TMPDIR itself */
+	}
+	/* like /tmp: tests that switch to another uid create files here too */
+	if (chmod(scratch, 01777) < 0 || setenv("TMPDIR", scratch, 1) < 0) {
+		rmdir(scratch);
+		free(scratch);
+		scratch = NULL;
+		return;
+	}
+	scratch_owner = getpid();
+	atexit(scratch_remove);
+}
+
 char *
 eos_test_tmpdir(const char *tag)
 {
