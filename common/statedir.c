@@ -31,3 +31,20 @@ eos_default_store_dir(char **ret)
 		return -ENOENT;
 	return r < 0 ? -ENOMEM : 0;
 }
+
+int
+eos_default_state_dir(char **ret)
+{
+	const char *v;
+	int r;
+
+	if ((v = env_nonempty("EOS_STATE_DIR")))
+		r = asprintf(ret, "%s", v);
+	else if ((v = env_nonempty("XDG_DATA_HOME")))
+		r = asprintf(ret, "%s/eos", v);
+	else if ((v = env_nonempty("HOME")))
+		r = asprintf(ret, "%s/.local/share/eos", v);
+	else
+		return -ENOENT;
+	return r < 0 ? -ENOMEM : 0;
+}

@@ -8,3 +8,8 @@
  * -ENOENT when none of these variables is set.
  */
 int eos_default_store_dir(char **ret);
+/*
+ * The eos state directory (stores, sessions, tokens): $EOS_STATE_DIR, else
+ * ${XDG_DATA_HOME:-$HOME/.local/share}/eos. Caller owns *ret. -ENOENT when nothing names one.
+ */
+int eos_default_state_dir(char **ret);

@@ -15,6 +15,7 @@
 
 #include "common/cleanup.h"
 #include "common/path.h"
+#include "common/statedir.h"
 
 #include "store/kv.h"
 #include "store/sandbox.h"
@@ -124,12 +125,26 @@ host_below(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-/* Refuse "/", the home directory and anything sharing a tree with the store directory. */
+/* Whether real lies inside the eos state directory (when there is one on this host). */
+static bool
+in_state_dir(const char *real, char **ret_state)
+{
+	cleanup_free char *dir = NULL;
+
+	if (eos_default_state_dir(&dir) < 0 || !(*ret_state = realpath(dir, NULL)))
+		return false;
+	return host_below(real, *ret_state);
+}
+
+/*
+ * Refuse "/", the home directory, anything inside the eos state directory, and anything sharing
+ * a tree with the store directory.
+ */
 static int
 dest_refuse(struct eos_store *st, const char *dest, const char *real, bool is_dir,
 	    struct eos_error *err)
 {
-	cleanup_free char *home = NULL, *store = realpath(st->dir, NULL);
+	cleanup_free char *home = NULL, *state = NULL, *store = realpath(st->dir, NULL);
 	const char *h = getenv("HOME");
 
 	if (strcmp(real, "/") == 0)
@@ -138,6 +153,11 @@ dest_refuse(struct eos_store *st, const char *dest, const char *real, bool is_di
 	if (h && h[0] && (home = realpath(h, NULL)) && strcmp(home, real) == 0)
 		return eos_error_set(err, -EINVAL,
 				     "export to '%s': destination is the home directory", dest);
+	if (in_state_dir(real, &state))
+		return eos_error_set(
+			err, -EINVAL,
+			"export to '%s': destination is inside the eos state directory '%s'", dest,
+			state);
 	if (!store)
 		return eos_error_set(err, eos_neg_errno(), "resolve the store directory '%s': %s",
 				     st->dir, strerror(errno));

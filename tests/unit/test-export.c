@@ -10,8 +10,8 @@
  *            semantics: .wh.name deletes, .wh..wh..opq empties the directory below): equal exactly;
  *   patch    git init + commit of the checkout, then `git apply --index`: same files and symlinks,
  *            bytes, targets and executable bits (all git tracks). git must be installed.
- * Plus the refusals (/, $HOME, the store directory, symlinks leading out of the destination,
- * invalid names in a crafted layer) and interrupted dir exports (failpoints).
+ * Plus the refusals (/, $HOME, the eos state directory, the store directory, symlinks leading out
+ * of the destination, invalid names in a crafted layer) and interrupted dir exports (failpoints).
  */
 #include <check.h>
 #include <dirent.h>
@@ -1269,6 +1269,12 @@ START_TEST(test_refuses_destinations)
 		setenv("HOME", saved, 1);
 	else
 		unsetenv("HOME");
+
+	/* the eos state directory is refused too, wherever the store itself is */
+	ck_assert_int_eq(setenv("EOS_STATE_DIR", work, 1), 0);
+	msg = export_fail("sb", 1, 2, EOS_EXPORT_DIR, home, -EINVAL);
+	ck_assert_msg(strstr(msg, "inside the eos state directory"), "message: %s", msg);
+	unsetenv("EOS_STATE_DIR");
 
 	ck_assert_int_eq(mkdir(inside, 0700), 0);
 	msg = export_fail("sb", 1, 2, EOS_EXPORT_DIR, inside, -EINVAL);
