@@ -622,8 +622,9 @@ struct eos_export_result {
 };
 
 /*
- * Export what changed between from and to. A destination inside the store directory, "/" or the
- * home directory itself is refused (-EINVAL naming it); symlinks are never followed out of a DIR
+ * Export what changed between from and to. A destination inside the store directory or the eos
+ * state directory (eos_default_state_dir()), "/" or the home directory itself is refused (-EINVAL
+ * naming it); symlinks are never followed out of a DIR
  * destination. A DIR export is applied in a staging directory and renamed into place: an
  * interrupted export leaves the destination as it was or complete.
  */
