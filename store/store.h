@@ -672,6 +672,7 @@ typedef void (*eos_fsck_fn)(void *ctx, const char *kind, const char *message);
 struct eos_fsck_result {
 	uint64_t violations;
 	uint64_t entries, chunks, manifests, sandboxes;
+	uint64_t blame;		 /* blame records checked */
 	uint64_t garbage_chunks; /* unreferenced chunks: not a violation, reclaimable by gc */
 };
 

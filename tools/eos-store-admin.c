@@ -216,12 +216,12 @@ fsck_violation(void *ctx, const char *kind, const char *message)
 static json_t *
 fsck_doc(const struct eos_fsck_result *res, bool verified, json_t *problems)
 {
-	return json_pack("{s:b,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:O}", "clean", res->violations == 0,
+	return json_pack("{s:b,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:O}", "clean", res->violations == 0,
 			 "violations", (json_int_t)res->violations, "chunks_verified", verified,
-			 "entries", (json_int_t)res->entries, "chunks", (json_int_t)res->chunks,
-			 "manifests", (json_int_t)res->manifests, "sandboxes",
-			 (json_int_t)res->sandboxes, "garbage_chunks",
-			 (json_int_t)res->garbage_chunks, "problems", problems);
+			 "entries", (json_int_t)res->entries, "blame_records",
+			 (json_int_t)res->blame, "chunks", (json_int_t)res->chunks, "manifests",
+			 (json_int_t)res->manifests, "sandboxes", (json_int_t)res->sandboxes,
+			 "garbage_chunks", (json_int_t)res->garbage_chunks, "problems", problems);
 }
 
 int

@@ -15,6 +15,7 @@
 #include "common/digest.h"
 #include "common/endian.h"
 
+#include "store/blame.h"
 #include "store/content.h"
 #include "store/entry.h"
 #include "store/kv.h"
@@ -346,6 +347,40 @@ START_TEST(test_fsck_garbage_entry)
 }
 END_TEST
 
+/* Blame records: corrupt, of an unregistered sandbox, or above the head are violations. */
+START_TEST(test_fsck_blame_records)
+{
+	cleanup_free char *dir = NULL;
+	EOS_CLEANUP(eos_store_closep) struct eos_store *st = eos_test_store_new(&dir);
+	EOS_CLEANUP(eos_buf_release) struct eos_buf key = { 0 }, val = { 0 };
+	EOS_CLEANUP(eos_blame_release) struct eos_blame b = { 0 };
+	struct eos_error err = { 0 };
+	uint64_t sbx;
+
+	build_sandbox(st, "one", 10);
+	sbx = sandbox_number(st, "one");
+	ck_assert_int_eq(eos_blame_single(&b, 3, "operation:x"), 0);
+	ck_assert_int_eq(eos_blame_encode(&b, &val), 0);
+	ck_assert_int_eq(eos_blame_key(&key, sbx, "d/f", 1), 0);
+	eos_test_kv_put(st, EOS_CF_BLAME, &key, val.data, val.len);
+	check_clean(st);
+	eos_test_kv_put(st, EOS_CF_BLAME, &key, "junk", 4);
+	check_reports(st, 0, "blame");
+	check_ok(eos_kv_delete(st->kv, EOS_CF_BLAME, key.data, key.len, true, &err), &err, "del");
+	eos_buf_truncate(&key, 0);
+	ck_assert_int_eq(eos_blame_key(&key, sbx, "d/f", 99), 0);
+	eos_test_kv_put(st, EOS_CF_BLAME, &key, val.data, val.len);
+	check_reports(st, 0, "blame-version");
+	check_ok(eos_kv_delete(st->kv, EOS_CF_BLAME, key.data, key.len, true, &err), &err, "del");
+	eos_buf_truncate(&key, 0);
+	ck_assert_int_eq(eos_blame_key(&key, 4242, "d/f", 1), 0);
+	eos_test_kv_put(st, EOS_CF_BLAME, &key, val.data, val.len);
+	check_reports(st, 0, "orphan-blame");
+	eos_store_close(TAKE_PTR(st));
+	eos_test_rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_fsck_head_missing_layer)
 {
 	cleanup_free char *dir = NULL;
@@ -475,6 +510,7 @@ fsck_suite(void)
 	tcase_add_test(tc, test_fsck_corrupt_chunk);
 	tcase_add_test(tc, test_fsck_lease_missing_version);
 	tcase_add_test(tc, test_fsck_garbage_entry);
+	tcase_add_test(tc, test_fsck_blame_records);
 	tcase_add_test(tc, test_fsck_head_missing_layer);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tm, 60);
