@@ -487,13 +487,29 @@ walk_link_groups(struct walk *w)
 	return 0;
 }
 
+/* A directory and its user.* xattrs (read through a descriptor opened beneath the root). */
 static int
-stage_tree(const struct walk *w, struct eos_changeset *cs, struct eos_error *err)
+stage_dir(struct eos_changeset *cs, int root_fd, const char *path, const struct eos_attr *attr,
+	  struct eos_error *err)
+{
+	cleanup_close int fd = -1;
+	int r = eos_changeset_mkdir(cs, path, attr, false, err);
+
+	if (r < 0)
+		return r;
+	fd = eos_import_open_beneath(root_fd, path);
+	if (fd < 0)
+		return eos_error_set(err, fd, "open '%s': %s", path, strerror(-fd));
+	return eos_import_copy_xattrs(cs, path, fd, err);
+}
+
+static int
+stage_tree(const struct walk *w, struct eos_changeset *cs, int root_fd, struct eos_error *err)
 {
 	int r;
 
 	for (size_t i = 0; i < w->ndirs; i++) {
-		r = eos_changeset_mkdir(cs, w->dirs[i].path, &w->dirs[i].attr, false, err);
+		r = stage_dir(cs, root_fd, w->dirs[i].path, &w->dirs[i].attr, err);
 		if (r < 0)
 			return r;
 	}
@@ -626,7 +642,7 @@ import_dir_run(struct eos_store *st, const char *src, int root_fd,
 	if (walk_link_groups(&w) < 0 || asprintf(&source, "dir:%s", src) < 0)
 		return eos_import_no_memory(err);
 	if ((r = eos_import_begin(st, o, source, &root, &cs, err)) < 0 ||
-	    (r = stage_tree(&w, cs, err)) < 0 ||
+	    (r = stage_tree(&w, cs, root_fd, err)) < 0 ||
 	    (r = stage_files(&w, cs, root_fd, o, ret, err)) < 0 ||
 	    (r = stage_links(&w, cs, err)) < 0 || (r = eos_import_commit(cs, ret, err)) < 0)
 		return r;

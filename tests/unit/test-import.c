@@ -835,23 +835,28 @@ xattr_seen_one(void *ctx, const char *name, const void *value, size_t len)
 	return 0;
 }
 
-/* A file's user.* xattrs are imported with it. */
+/* The user.* xattrs of files and directories are imported with them. */
 START_TEST(test_xattrs_imported)
 {
 	cleanup_free char *sdir = NULL;
 	cleanup_free char *tree = eos_test_tmpdir("xattr");
-	cleanup_free char *file = pjoin(tree, "f");
+	cleanup_free char *file = pjoin(tree, "f"), *dir_d = pjoin(tree, "d");
 	EOS_CLEANUP(eos_store_closep) struct eos_store *st = eos_test_store_new(&sdir);
 	struct eos_import_result a;
 	struct xattr_seen x = { 0 };
 	struct eos_error err = { 0 };
 
-	run("echo x > '%s'", file);
+	run("echo x > '%s' && mkdir '%s/d'", file, tree);
 	if (setxattr(file, "user.origin", "hello", 5, 0) < 0)
 		ck_abort_msg("setxattr on '%s': %s (the test tree must support user xattrs)", file,
 			     strerror(errno));
+	ck_assert_int_eq(setxattr(dir_d, "user.origin", "hello", 5, 0), 0);
 	a = import_ok(st, tree, NULL);
 	ck_assert_int_eq(eos_store_xattrs(st, a.sandbox, 0, "f", xattr_seen_one, &x, &err), 0);
+	ck_assert_int_eq(x.n, 1);
+	ck_assert(x.value_ok);
+	x = (struct xattr_seen){ 0 };
+	ck_assert_int_eq(eos_store_xattrs(st, a.sandbox, 0, "d", xattr_seen_one, &x, &err), 0);
 	ck_assert_int_eq(x.n, 1);
 	ck_assert(x.value_ok);
 	eos_test_rm_rf(tree);
