@@ -146,24 +146,6 @@ struct state {
 };
 
 static void
-scan_cf(enum eos_cf cf, struct eos_buf *out)
-{
-	EOS_CLEANUP(eos_kv_iter_freep) struct eos_kv_iter *it = NULL;
-	int r = eos_kv_iter_new(st->kv, cf, NULL, NULL, 0, 0, &it);
-
-	ck_assert_int_eq(r, 0);
-	eos_buf_init(out);
-	for (eos_kv_iter_seek_first(it); eos_kv_iter_valid(it); eos_kv_iter_next(it)) {
-		size_t kn, vn;
-		const uint8_t *k = eos_kv_iter_key(it, &kn), *v = eos_kv_iter_value(it, &vn);
-
-		ck_assert_int_eq(eos_buf_append_lp(out, k, kn), 0);
-		ck_assert_int_eq(eos_buf_append_lp(out, v, vn), 0);
-	}
-	ck_assert_int_eq(eos_kv_iter_status(it, NULL), 0);
-}
-
-static void
 state_read(struct state *s)
 {
 	struct eos_sandbox_info info;
@@ -175,7 +157,7 @@ state_read(struct state *s)
 	s->tree = eos_test_tree_digest(st, "fp", info.head);
 	s->paths = eos_test_tree_count(st, "fp", info.head);
 	for (size_t i = 0; i < EOS_ARRAY_SIZE(compared_cfs); i++)
-		scan_cf(compared_cfs[i], &s->cf[i]);
+		eos_test_kv_dump(st, compared_cfs[i], &s->cf[i]);
 }
 
 static void
@@ -283,7 +265,7 @@ START_TEST(test_new_sandbox_failpoints)
 	int r;
 
 	base_sandbox();
-	scan_cf(EOS_CF_META, &meta_before);
+	eos_test_kv_dump(st, EOS_CF_META, &meta_before);
 	for (size_t i = 0; i < EOS_ARRAY_SIZE(failpoints); i++) {
 		cs = NULL;
 		r = eos_changeset_new_sandbox(st, "fresh", "x", &root, &cs, &err);
@@ -293,7 +275,7 @@ START_TEST(test_new_sandbox_failpoints)
 		commit_with_failpoint(cs, failpoints[i]);
 		r = eos_store_sandbox_get(st, "fresh", &info, &err);
 		ck_assert_int_eq(r, -ENOENT);
-		scan_cf(EOS_CF_META, &meta_after);
+		eos_test_kv_dump(st, EOS_CF_META, &meta_after);
 		ck_assert(meta_after.len == meta_before.len &&
 			  memcmp(meta_after.data, meta_before.data, meta_after.len) == 0);
 		eos_buf_release(&meta_after);

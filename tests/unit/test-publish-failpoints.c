@@ -51,24 +51,6 @@ teardown(void)
 	pu_teardown();
 }
 
-static void
-scan_cf(enum eos_cf cf, struct eos_buf *out)
-{
-	EOS_CLEANUP(eos_kv_iter_freep) struct eos_kv_iter *it = NULL;
-	int r = eos_kv_iter_new(pu_st->kv, cf, NULL, NULL, 0, 0, &it);
-
-	ck_assert_int_eq(r, 0);
-	eos_buf_init(out);
-	for (eos_kv_iter_seek_first(it); eos_kv_iter_valid(it); eos_kv_iter_next(it)) {
-		size_t kn, vn;
-		const uint8_t *k = eos_kv_iter_key(it, &kn), *v = eos_kv_iter_value(it, &vn);
-
-		ck_assert_int_eq(eos_buf_append_lp(out, k, kn), 0);
-		ck_assert_int_eq(eos_buf_append_lp(out, v, vn), 0);
-	}
-	ck_assert_int_eq(eos_kv_iter_status(it, NULL), 0);
-}
-
 struct snapshot {
 	struct eos_buf cf[EOS_ARRAY_SIZE(compared_cfs)];
 	struct pu_state state;
@@ -78,7 +60,7 @@ static void
 snapshot_read(struct snapshot *s)
 {
 	for (size_t i = 0; i < EOS_ARRAY_SIZE(compared_cfs); i++)
-		scan_cf(compared_cfs[i], &s->cf[i]);
+		eos_test_kv_dump(pu_st, compared_cfs[i], &s->cf[i]);
 	pu_state_read(&s->state, "s");
 }
 

@@ -188,6 +188,24 @@ eos_test_kv_put(struct eos_store *st, enum eos_cf cf, const struct eos_buf *k, c
 	ck_assert_msg(r == 0, "put: %s", eos_error_message(&err, r));
 }
 
+void
+eos_test_kv_dump(struct eos_store *st, enum eos_cf cf, struct eos_buf *out)
+{
+	EOS_CLEANUP(eos_kv_iter_freep) struct eos_kv_iter *it = NULL;
+	int r = eos_kv_iter_new(st->kv, cf, NULL, NULL, 0, 0, &it);
+
+	ck_assert_int_eq(r, 0);
+	eos_buf_init(out);
+	for (eos_kv_iter_seek_first(it); eos_kv_iter_valid(it); eos_kv_iter_next(it)) {
+		size_t kn, vn;
+		const uint8_t *k = eos_kv_iter_key(it, &kn), *v = eos_kv_iter_value(it, &vn);
+
+		ck_assert_int_eq(eos_buf_append_lp(out, k, kn), 0);
+		ck_assert_int_eq(eos_buf_append_lp(out, v, vn), 0);
+	}
+	ck_assert_int_eq(eos_kv_iter_status(it, NULL), 0);
+}
+
 /* --- chunk sets ------------------------------------------------------------------------------- */
 
 void

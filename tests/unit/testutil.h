@@ -45,6 +45,8 @@ void eos_test_fixture_close(struct eos_test_fixture *f);
 /* Write one raw record (synced) straight into column family cf of st. */
 void eos_test_kv_put(struct eos_store *st, enum eos_cf cf, const struct eos_buf *k, const void *v,
 		     size_t n);
+/* Every key and value of cf, length-prefixed, in key order (byte-for-byte comparisons). */
+void eos_test_kv_dump(struct eos_store *st, enum eos_cf cf, struct eos_buf *out);
 
 /*
  * A set of chunk digests: zero-initialise, add, then eos_test_chunk_set_sort() before comparing.
