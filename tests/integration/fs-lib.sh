@@ -9,6 +9,7 @@
 #	fs_umount MNT                       # unmount and wait for the eosfs process to exit
 # fs_mount writes eosfs's pid to MNT.pid (beside the mount point).
 #	as_test_user CMD...                 # run CMD as the unprivileged user (root only)
+#	rerun_as_test_user SCRIPT           # root: run SCRIPT again as that user, one TAP check
 EOSFS_BIN=${top_builddir:?source lib.sh first}/tools/eosfs
 EOS_TEST_USER=${EOS_TEST_USER:-eos-test}
 fs_mounts=()
@@ -83,4 +84,19 @@ fs_umount() {
 
 as_test_user() {
 	runuser -u "$EOS_TEST_USER" -- "$@"
+}
+
+# As root, run test script $1 again as the unprivileged user (mounting through fusermount3) and
+# report it as one TAP check; a no-op for any other user.
+rerun_as_test_user() {
+	((EUID == 0)) || return 0
+	id -u "$EOS_TEST_USER" >/dev/null 2>&1 ||
+		bail_out "user '$EOS_TEST_USER' is missing (scripts/test creates it)"
+	if as_test_user env top_builddir="$top_builddir" top_srcdir="${top_srcdir:?source lib.sh first}" TMPDIR=/tmp \
+		bash "$1" >"$T/user.tap" 2>&1; then
+		ok "the same scenario passes as '$EOS_TEST_USER'"
+	else
+		not_ok "the same scenario passes as '$EOS_TEST_USER'"
+		diag "$(grep -v '^ok' "$T/user.tap")"
+	fi
 }

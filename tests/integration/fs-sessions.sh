@@ -112,20 +112,6 @@ test_remove() {
 	check "unmount b" fs_umount "$B"
 }
 
-# As root, the whole scenario runs again as the unprivileged user (mounting through fusermount3).
-test_as_user() {
-	((EUID == 0)) || return 0
-	id -u "$EOS_TEST_USER" >/dev/null 2>&1 ||
-		bail_out "user '$EOS_TEST_USER' is missing (scripts/test creates it)"
-	if as_test_user env top_builddir="$top_builddir" top_srcdir="$top_srcdir" TMPDIR=/tmp \
-		bash "${BASH_SOURCE[0]}" >"$T/user.tap" 2>&1; then
-		ok "the same scenario passes as '$EOS_TEST_USER'"
-	else
-		not_ok "the same scenario passes as '$EOS_TEST_USER'"
-		diag "$(grep -v '^ok' "$T/user.tap")"
-	fi
-}
-
 setup
 two_sessions
 test_isolation
@@ -136,5 +122,5 @@ test_published_unchanged
 test_delta
 test_resume
 test_remove
-test_as_user
+rerun_as_test_user "${BASH_SOURCE[0]}"
 tap_done

@@ -204,20 +204,6 @@ test_fsck() {
 	expect_rc 0 "fsck is clean"
 }
 
-# As root, the whole scenario runs again as the unprivileged user (mounting through fusermount3).
-test_as_user() {
-	((EUID == 0)) || return 0
-	id -u "$EOS_TEST_USER" >/dev/null 2>&1 ||
-		bail_out "user '$EOS_TEST_USER' is missing (scripts/test creates it)"
-	if as_test_user env top_builddir="$top_builddir" top_srcdir="$top_srcdir" TMPDIR=/tmp \
-		bash "${BASH_SOURCE[0]}" >"$T/user.tap" 2>&1; then
-		ok "the same scenario passes as '$EOS_TEST_USER'"
-	else
-		not_ok "the same scenario passes as '$EOS_TEST_USER'"
-		diag "$(grep -v '^ok' "$T/user.tap")"
-	fi
-}
-
 setup
 test_write_log_provenance
 test_publish_session
@@ -225,5 +211,5 @@ test_write
 test_merge_and_reject
 test_moved_directory
 test_fsck
-test_as_user
+rerun_as_test_user "${BASH_SOURCE[0]}"
 tap_done
