@@ -59,12 +59,6 @@ begin(struct eos_store *st)
 }
 
 static void
-fill(uint8_t *buf, size_t len, uint64_t seed)
-{
-	eos_test_fill_random(buf, len, seed);
-}
-
-static void
 put(struct eos_changeset *cs, const char *path, uint64_t seed, size_t len)
 {
 	struct eos_attr a = eos_test_attr(0644);
@@ -72,7 +66,7 @@ put(struct eos_changeset *cs, const char *path, uint64_t seed, size_t len)
 	cleanup_free uint8_t *buf = malloc(len ?: 1);
 
 	ck_assert_ptr_nonnull(buf);
-	fill(buf, len, seed);
+	eos_test_fill_random(buf, len, seed);
 	check_ok(eos_changeset_put_file_mem(cs, path, &a, buf, len, &err), &err, path);
 }
 
@@ -188,7 +182,7 @@ check_file(struct eos_store *st, uint64_t v, const char *path, uint64_t seed, si
 	ssize_t n;
 
 	ck_assert(want && got);
-	fill(want, len, seed);
+	eos_test_fill_random(want, len, seed);
 	check_ok(eos_store_file_open(st, sandbox, v, path, &f, &err), &err, path);
 	n = eos_file_pread(f, got, len + 1, 0, &err);
 	ck_assert_msg(n == (ssize_t)len, "'%s': read %zd of %zu bytes", path, n, len);
