@@ -154,6 +154,21 @@ eos_pub_blame(struct eos_publish *p, struct eos_pub_op *op, const struct eos_pub
 
 /* --- the commit hook's part ------------------------------------------------------------------- */
 
+int
+eos_pub_blame_carry(struct eos_publish *p, const struct eos_kv_snapshot *snap,
+		    const struct eos_content *c, const char *prev_path, const struct eos_stat *prev,
+		    struct eos_blame *ret, struct eos_error *err)
+{
+	uint32_t lines;
+	int r = content_lines(p->st, c, &lines, err);
+
+	if (r < 0)
+		return r;
+	if (prev && prev->kind == EOS_KIND_FILE && eos_digest_eq(&prev->content.digest, &c->digest))
+		return eos_blame_for_entry(p->st, snap, p->sbx, prev_path, prev, lines, ret, err);
+	return eos_blame_single(ret, lines, EOS_OWNER_UNKNOWN);
+}
+
 /* Carry the owners of entry prev (at prev_path) over to a new record of content c at path. */
 static int
 stage_carried(struct eos_publish *p, struct eos_commit *cx, const char *path,
@@ -161,16 +176,10 @@ stage_carried(struct eos_publish *p, struct eos_commit *cx, const char *path,
 	      struct eos_error *err)
 {
 	EOS_CLEANUP(eos_blame_release) struct eos_blame b;
-	uint32_t lines;
-	int r = content_lines(p->st, c, &lines, err);
+	int r;
 
 	eos_blame_init(&b);
-	if (r < 0)
-		return r;
-	if (prev && prev->kind == EOS_KIND_FILE && eos_digest_eq(&prev->content.digest, &c->digest))
-		r = eos_blame_for_entry(p->st, cx->snap, cx->sbx, prev_path, prev, lines, &b, err);
-	else
-		r = eos_blame_single(&b, lines, EOS_OWNER_UNKNOWN);
+	r = eos_pub_blame_carry(p, cx->snap, c, prev_path, prev, &b, err);
 	return r ?: eos_blame_stage(cx->batch, cx->sbx, path, cx->version, &b);
 }
 
@@ -185,6 +194,10 @@ stage_plan_blame(struct eos_publish *p, struct eos_commit *cx, const struct eos_
 	const struct eos_stat *before = pl->before ? &pl->before->st : NULL;
 
 	if (op && op->kind == EOS_PUB_FILE && op->blame_ready)
+		return eos_blame_stage(cx->batch, cx->sbx, path, cx->version, &op->blame);
+	/* an attribute change of the file prepare carried the owners over from */
+	if (op && op->kind == EOS_PUB_ATTR && op->blame_ready && before &&
+	    before->version == op->blame_prev_version)
 		return eos_blame_stage(cx->batch, cx->sbx, path, cx->version, &op->blame);
 	if (src && src->kind == EOS_PUB_FILE && src->blame_ready)
 		return eos_blame_stage(cx->batch, cx->sbx, path, cx->version, &src->blame);

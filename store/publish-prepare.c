@@ -141,6 +141,23 @@ prepare_blame(struct eos_publish *p, struct eos_pub_op *op, uint64_t v, const ui
 	return r;
 }
 
+/* An attribute change keeps the file's bytes: carry its owners now, outside the lock. */
+static int
+prepare_carry(struct eos_publish *p, struct eos_pub_op *op, struct eos_error *err)
+{
+	int r;
+
+	if (!op->base_found || op->base.st.kind != EOS_KIND_FILE)
+		return 0;
+	r = eos_pub_blame_carry(p, NULL, &op->base.st.content, op->path, &op->base.st, &op->blame,
+				err);
+	if (r < 0)
+		return r;
+	op->blame_ready = true;
+	op->blame_prev_version = op->base.st.version;
+	return 0;
+}
+
 static int
 prepare_op(struct eos_publish *p, struct eos_pub_op *op, uint64_t v, struct eos_error *err)
 {
@@ -156,6 +173,8 @@ prepare_op(struct eos_publish *p, struct eos_pub_op *op, uint64_t v, struct eos_
 	else
 		r = stage_file(p, op, &data, &len, err);
 	r = r ?: stage_edits(p, op, err);
+	if (r >= 0 && op->kind == EOS_PUB_ATTR)
+		return prepare_carry(p, op, err);
 	if (r < 0 || op->kind != EOS_PUB_FILE)
 		return r;
 	if (!data && op->data) {

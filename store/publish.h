@@ -138,6 +138,13 @@ struct eos_pub_blame_args {
 };
 int eos_pub_blame(struct eos_publish *p, struct eos_pub_op *op, const struct eos_pub_blame_args *a,
 		  struct eos_error *err);
+/*
+ * The owners a record of content c keeps from prev (at prev_path): prev's when the bytes are the
+ * same, else all "unknown". Into ret (initialised). snap may be NULL.
+ */
+int eos_pub_blame_carry(struct eos_publish *p, const struct eos_kv_snapshot *snap,
+			const struct eos_content *c, const char *prev_path,
+			const struct eos_stat *prev, struct eos_blame *ret, struct eos_error *err);
 /* The commit hook's part: a blame record for every file record written at cx->version. */
 int eos_pub_stage_blame(struct eos_publish *p, struct eos_commit *cx, struct eos_error *err);
 
