@@ -136,7 +136,8 @@ eos_publish_begin(struct eos_store *st, const struct eos_publish_options *o,
 	p->st = st;
 	snprintf(p->sandbox, sizeof(p->sandbox), "%s", o->sandbox);
 	r = eos_changeset_new(st, o->sandbox, &p->cs, err);
-	r = r ?: eos_sandbox_resolve(st, o->sandbox, &p->sbx, err);
+	if (r >= 0)
+		p->sbx = p->cs->sbx; /* resolved by the change set */
 	r = r ?: begin_base(p, o, err);
 	r = r ?: begin_owner(p, o, err);
 	if (r < 0)
