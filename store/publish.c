@@ -18,7 +18,6 @@
 #include "common/digest.h"
 #include "common/path.h"
 
-#include "store/sandbox.h"
 #include "store/store-internal.h"
 
 static const char *const conflict_names[] = {
