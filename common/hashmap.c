@@ -230,3 +230,26 @@ eos_hashmap_next(struct eos_hashmap *m, struct eos_hashmap_iter *it)
 	}
 	return false;
 }
+
+int
+eos_hashmap_compact(struct eos_hashmap *m,
+		    bool (*keep)(const union eos_hashmap_value *value, void *ctx), void *ctx)
+{
+	struct eos_hashmap fresh = { 0 };
+	struct eos_hashmap_iter it = { 0 };
+
+	while (eos_hashmap_next(m, &it)) {
+		union eos_hashmap_value *slot;
+
+		if (!keep(it.value, ctx))
+			continue;
+		if (eos_hashmap_get_or_insert(&fresh, it.key, it.klen, &slot) < 0) {
+			eos_hashmap_release(&fresh);
+			return -ENOMEM;
+		}
+		*slot = *it.value;
+	}
+	eos_hashmap_release(m);
+	*m = fresh;
+	return 0;
+}

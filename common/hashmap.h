@@ -6,7 +6,8 @@
  * Open addressing with linear probing; the capacity is a power of two and the load factor
  * stays at or below 1/2 (the table doubles before it would exceed that). The hash is a 64-bit
  * multiply-rotate hash over all key bytes; slots keep it, so growing never rereads the keys.
- * There is no removal: entries live until eos_hashmap_release().
+ * There is no removal of single entries: a map drops the entries it no longer needs all at once
+ * with eos_hashmap_compact(), which rebuilds it (and gives back their key bytes).
  *
  * Ownership: keys are COPIED into the map (into blocks the map owns), so callers may pass
  * stack buffers. Key pointers handed out by eos_hashmap_next() are borrowed and stay valid and
@@ -79,5 +80,11 @@ int eos_hashmap_put(struct eos_hashmap *m, const void *key, size_t klen, void *v
  * Inserting during an iteration invalidates it.
  */
 bool eos_hashmap_next(struct eos_hashmap *m, struct eos_hashmap_iter *it);
+/*
+ * Rebuild m with only the entries keep(value, ctx) accepts, freeing the rest and their key bytes.
+ * Invalidates every key and value pointer handed out before. -ENOMEM leaves m as it was.
+ */
+int eos_hashmap_compact(struct eos_hashmap *m,
+			bool (*keep)(const union eos_hashmap_value *value, void *ctx), void *ctx);
 /* The 64-bit hash of key[0..klen) the map uses (for tests, and callers that shard by it). */
 uint64_t eos_hashmap_hash(const void *key, size_t klen);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of common/: errors, buffers and readers, paths, digests, JSON, failpoints. */
+/*
+ * Unit tests of common/: errors, buffers and readers, paths, digests, JSON, quoting, failpoints.
+ */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +19,7 @@
 #include "common/failpoint.h"
 #include "common/json.h"
 #include "common/path.h"
+#include "common/quote.h"
 
 #include "tests/unit/testutil.h"
 
@@ -324,6 +327,42 @@ START_TEST(json_helpers)
 }
 END_TEST
 
+/* Quote s as text output does (bare: escape only) and compare with want. */
+static void
+check_quote(const char *s, bool bare, const char *want)
+{
+	cleanup_free char *owned = NULL;
+	const char *got = eos_quote_cstr(s, bare, &owned);
+
+	ck_assert_msg(strcmp(got, want) == 0, "quote of '%s': got '%s', want '%s'", s, got, want);
+	ck_assert(owned ? got == owned : got == s);
+}
+
+START_TEST(quote_like_git)
+{
+	struct eos_buf b;
+
+	check_quote("plain name.txt", false, "plain name.txt");
+	check_quote("\xc3\xbcn\xc3\xaf", false, "\xc3\xbcn\xc3\xaf"); /* UTF-8 passes through */
+	check_quote("a\nb", false, "\"a\\nb\"");
+	check_quote("a\a\b\t\v\f\r", false, "\"a\\a\\b\\t\\v\\f\\r\"");
+	check_quote("q\"x", false, "\"q\\\"x\"");
+	check_quote("back\\sl", false, "\"back\\\\sl\"");
+	check_quote("\001\033[2J\177", false, "\"\\001\\033[2J\\177\"");
+	/* bare: messages that quote their subject themselves */
+	check_quote("open 'a\nb': No such file", true, "open 'a\\nb': No such file");
+	check_quote("say \"hi\"", true, "say \"hi\"");
+	check_quote("x\\y", true, "x\\\\y");
+	ck_assert(!eos_quote_needed("ok", 2));
+	ck_assert(eos_quote_needed("a\0b", 3)); /* NUL is a control byte too */
+	eos_buf_init(&b);
+	ck_assert_int_eq(eos_quote_append(&b, "n\0", 2), 0);
+	ck_assert_int_eq(eos_quote_append(&b, " ok", 3), 0);
+	ck_assert_str_eq((const char *)b.data, "\"n\\000\" ok");
+	eos_buf_release(&b);
+}
+END_TEST
+
 static Suite *
 common_suite(void)
 {
@@ -343,6 +382,7 @@ common_suite(void)
 	tcase_add_test(tc, rm_rf_removes_tree_not_link_targets);
 	tcase_add_test(tc, digest_known_vectors);
 	tcase_add_test(tc, json_helpers);
+	tcase_add_test(tc, quote_like_git);
 	suite_add_tcase(s, tc);
 	return s;
 }

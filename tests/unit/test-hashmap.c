@@ -210,12 +210,51 @@ START_TEST(test_long_keys)
 }
 END_TEST
 
+static bool
+keep_even(const union eos_hashmap_value *v, void *ctx)
+{
+	(void)ctx;
+	return v->u64 % 2 == 0;
+}
+
+/* Compaction keeps exactly the accepted entries, findable and updatable afterwards. */
+START_TEST(test_compact)
+{
+	struct eos_hashmap m = { 0 };
+	union eos_hashmap_value *v;
+	uint8_t k[8];
+
+	for (uint64_t i = 0; i < MANY_KEYS; i++) {
+		key_of(k, i);
+		ck_assert_int_eq(eos_hashmap_get_or_insert(&m, k, sizeof(k), &v), 1);
+		v->u64 = i;
+	}
+	ck_assert_int_eq(eos_hashmap_compact(&m, keep_even, NULL), 0);
+	ck_assert_uint_eq(eos_hashmap_count(&m), MANY_KEYS / 2);
+	for (uint64_t i = 0; i < MANY_KEYS; i++) {
+		key_of(k, i);
+		v = eos_hashmap_find(&m, k, sizeof(k));
+		if (i % 2) {
+			ck_assert_ptr_null(v);
+			continue;
+		}
+		ck_assert_ptr_nonnull(v);
+		ck_assert_uint_eq(v->u64, i);
+	}
+	ck_assert_int_eq(eos_hashmap_get_or_insert(&m, k, sizeof(k), &v), 1); /* odd: gone */
+	eos_hashmap_release(&m);
+	ck_assert_int_eq(eos_hashmap_compact(&m, keep_even, NULL), 0); /* empty map */
+	ck_assert_uint_eq(eos_hashmap_count(&m), 0);
+}
+END_TEST
+
 static Suite *
 hashmap_suite(void)
 {
 	Suite *s = suite_create("hashmap");
 	TCase *tc = tcase_create("hashmap");
 
+	tcase_set_timeout(tc, 60); /* 100 000 keys take seconds on a loaded machine */
 	tcase_add_test(tc, test_insert_get_update);
 	tcase_add_test(tc, test_keys_are_copied);
 	tcase_add_test(tc, test_iterate);
@@ -223,6 +262,7 @@ hashmap_suite(void)
 	tcase_add_test(tc, test_binary_keys_with_nul);
 	tcase_add_test(tc, test_equal_prefix_keys);
 	tcase_add_test(tc, test_long_keys);
+	tcase_add_test(tc, test_compact);
 	suite_add_tcase(s, tc);
 	return s;
 }
