@@ -6,7 +6,17 @@ EOS_BENCH_BINARIES = bench/store-bench bench/fs-files bench/publish-bench
 # bench/squash-block: how long a squash blocks publishes (bench/README.md, "squash").
 EXTRA_PROGRAMS += bench/squash-block
 EOS_BENCH_BINARIES += bench/squash-block
-bench_squash_block_SOURCES = bench/squash-block.c
+# bench/space-reclaim: disk space after destroy + gc and after squash (bench/README.md, "space").
+EXTRA_PROGRAMS += bench/space-reclaim
+EOS_BENCH_BINARIES += bench/space-reclaim
+bench_space_reclaim_SOURCES = bench/space-reclaim.c bench/bench-util.h bench/bench-util.c
+bench_space_reclaim_LDADD = $(STORE_LIBS) -lpthread
+# bench/space-fill: how close to ENOSPC RocksDB gets behind the reserves (bench/README.md, "space").
+EXTRA_PROGRAMS += bench/space-fill
+EOS_BENCH_BINARIES += bench/space-fill
+bench_space_fill_SOURCES = bench/space-fill.c bench/bench-util.h bench/bench-util.c
+bench_space_fill_LDADD = $(STORE_LIBS) -lpthread
+bench_squash_block_SOURCES = bench/squash-block.c bench/bench-util.h bench/bench-util.c
 bench_squash_block_LDADD = $(STORE_LIBS) -lpthread
 bench_store_bench_SOURCES = bench/store-bench.c
 bench_store_bench_LDADD = $(STORE_LIBS)
@@ -26,3 +36,11 @@ bench-fs: bench/fs-files tools/eos-store
 .PHONY: bench-publish
 bench-publish: bench/publish-bench
 	$(SHELL) $(top_srcdir)/bench/publish $(BENCH_PUBLISH_FLAGS)
+
+# bench/churn: eosfs's memory and the session's records under a create-and-delete storm.
+EXTRA_PROGRAMS += bench/fs-churn
+EOS_BENCH_BINARIES += bench/fs-churn
+bench_fs_churn_SOURCES = bench/fs-churn.c
+.PHONY: bench-churn
+bench-churn: bench/fs-churn tools/eosfs tools/eos-store
+	$(SHELL) $(top_srcdir)/bench/churn

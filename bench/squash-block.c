@@ -36,9 +36,11 @@
 #include <time.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
 
+#include "bench/bench-util.h"
 #include "store/store.h"
 
 enum {
@@ -59,27 +61,10 @@ struct opts {
 	unsigned seconds;
 };
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static void
-report(const char *name, double value, const char *unit)
-{
-	printf("%s\t%.3f\t%s\n", name, value, unit);
-	fflush(stdout);
-}
-
 static int
 fail(const char *what, const struct eos_error *err, int r)
 {
-	fprintf(stderr, "squash-block: %s: %s\n", what, eos_error_message(err, r));
-	return EXIT_FAILURE;
+	return bench_fail("squash-block", what, err, r);
 }
 
 /* Deterministic bytes for (seed, i). */
@@ -173,13 +158,13 @@ report_squash(const char *run, const struct eos_squash_result *res, int64_t wall
 	char name[96];
 
 	snprintf(name, sizeof(name), "squash.%s.wall", run);
-	report(name, (double)wall_ns / 1e6, "ms");
+	bench_report(name, (double)wall_ns / 1e6, "ms");
 	snprintf(name, sizeof(name), "squash.%s.layers_removed", run);
-	report(name, (double)res->layers_removed, "layers");
+	bench_report(name, (double)res->layers_removed, "layers");
 	snprintf(name, sizeof(name), "squash.%s.entries_removed", run);
-	report(name, (double)res->entries_removed, "entries");
+	bench_report(name, (double)res->entries_removed, "entries");
 	snprintf(name, sizeof(name), "squash.%s.chunks_freed", run);
-	report(name, (double)res->chunks_freed, "chunks");
+	bench_report(name, (double)res->chunks_freed, "chunks");
 }
 
 /* --- the prober ------------------------------------------------------------------------------- */
@@ -215,13 +200,13 @@ prober_run(void *arg)
 	struct prober *p = arg;
 
 	while (!atomic_load(&p->stop) && p->n < MAX_SAMPLES) {
-		int64_t t0 = now_ns();
+		int64_t t0 = eos_mono_ns();
 
 		p->error = probe_one(p, p->n);
 		if (p->error < 0)
 			break;
 		p->start[p->n] = t0;
-		p->latency[p->n++] = now_ns() - t0;
+		p->latency[p->n++] = eos_mono_ns() - t0;
 	}
 	return NULL;
 }
@@ -249,13 +234,13 @@ report_latencies(const struct prober *p, const char *what, int64_t lo, int64_t h
 			v[n++] = p->latency[i];
 	qsort(v, n, sizeof(*v), i64_cmp);
 	snprintf(name, sizeof(name), "%s.count", what);
-	report(name, (double)n, "probes");
+	bench_report(name, (double)n, "probes");
 	if (n == 0)
 		return;
 	snprintf(name, sizeof(name), "%s.median", what);
-	report(name, (double)v[n / 2] / 1e6, "ms");
+	bench_report(name, (double)v[n / 2] / 1e6, "ms");
 	snprintf(name, sizeof(name), "%s.max", what);
-	report(name, (double)v[n - 1] / 1e6, "ms");
+	bench_report(name, (double)v[n - 1] / 1e6, "ms");
 }
 
 static void
@@ -293,11 +278,11 @@ probed_squash(struct eos_store *st, const struct opts *o, const char *run, bool 
 	p.latency = calloc(MAX_SAMPLES, sizeof(*p.latency));
 	if (!p.start || !p.latency || pthread_create(&th, NULL, prober_run, &p) != 0)
 		return fail("prober", &err, -ENOMEM);
-	b0 = now_ns();
+	b0 = eos_mono_ns();
 	sleep_s(o->seconds);
-	t0 = now_ns();
+	t0 = eos_mono_ns();
 	r = eos_store_squash(st, sandbox, &res, &err);
-	t1 = now_ns();
+	t1 = eos_mono_ns();
 	sleep_s(0.2);
 	atomic_store(&p.stop, true);
 	pthread_join(th, NULL);
@@ -328,16 +313,16 @@ run(const struct opts *o)
 	if (r < 0)
 		return fail("open", &err, r);
 	fprintf(stderr, "building a base of %u files and %u layers\n", o->files, o->layers);
-	t0 = now_ns();
+	t0 = eos_mono_ns();
 	r = build_base(st, o, &err);
 	if (r < 0)
 		return fail("base", &err, r);
-	report("base.files", o->files, "files");
-	report("base.commit", (double)(now_ns() - t0) / 1e9, "s");
+	bench_report("base.files", o->files, "files");
+	bench_report("base.commit", (double)(eos_mono_ns() - t0) / 1e9, "s");
 	r = add_layers(st, o, 0, &err);
 	if (r < 0)
 		return fail("layers", &err, r);
-	report("base.squashable_layers", o->layers, "layers");
+	bench_report("base.squashable_layers", o->layers, "layers");
 	r = pub_create(st, &err);
 	if (r < 0)
 		return fail("the prober's sandbox", &err, r);

@@ -19,11 +19,6 @@
 #include "store/sandbox.h"
 #include "store/store-internal.h"
 
-/* Column families whose keys start with the be64 sandbox number. */
-static const enum eos_cf sandbox_cfs[] = {
-	EOS_CF_ENTRIES, EOS_CF_LAYERS, EOS_CF_META, EOS_CF_SESSION, EOS_CF_BLAME, EOS_CF_OBS,
-};
-
 /* -1 for the content of every file record of the sandbox (all versions). */
 static int
 drop_refs(struct eos_store *st, const char *id, uint64_t sbx, struct eos_refdelta *d,
@@ -71,8 +66,8 @@ stage_deletes(struct eos_kv_batch *b, const char *id, uint64_t sbx)
 
 	eos_put_be64(lo, sbx);
 	eos_put_be64(hi, sbx + 1);
-	for (size_t i = 0; i < EOS_ARRAY_SIZE(sandbox_cfs); i++)
-		eos_kv_batch_delete_range(b, sandbox_cfs[i], lo, sizeof(lo), hi, sizeof(hi));
+	for (size_t i = 0; i < eos_sandbox_cfs_n; i++)
+		eos_kv_batch_delete_range(b, eos_sandbox_cfs[i], lo, sizeof(lo), hi, sizeof(hi));
 	r = eos_meta_key(&reg, EOS_SANDBOX_GLOBAL, "sandbox:");
 	if (r == 0)
 		r = eos_buf_append_str(&reg, id);
@@ -83,7 +78,7 @@ stage_deletes(struct eos_kv_batch *b, const char *id, uint64_t sbx)
 }
 
 static int
-destroy_locked(struct eos_store *st, const char *id, struct eos_error *err)
+destroy_locked(struct eos_store *st, const char *id, uint64_t *ret_sbx, struct eos_error *err)
 {
 	EOS_CLEANUP(eos_kv_batch_freep) struct eos_kv_batch *b = NULL;
 	EOS_CLEANUP(eos_refdelta_freep) struct eos_refdelta *d = NULL;
@@ -110,12 +105,14 @@ destroy_locked(struct eos_store *st, const char *id, struct eos_error *err)
 	if (r < 0)
 		return eos_error_prefix(err, r, "destroy '%s'", id);
 	eos_sandbox_forget(st, id);
+	*ret_sbx = sbx;
 	return 0;
 }
 
 int
 eos_store_sandbox_destroy(struct eos_store *st, const char *id, struct eos_error *err)
 {
+	uint64_t sbx = 0;
 	int r;
 
 	r = eos_sandbox_id_check(id, err);
@@ -123,9 +120,12 @@ eos_store_sandbox_destroy(struct eos_store *st, const char *id, struct eos_error
 		return r;
 	eos_store_exclusive_begin(st);
 	pthread_mutex_lock(&st->write_lock);
-	r = destroy_locked(st, id, err);
+	r = destroy_locked(st, id, &sbx, err);
 	pthread_mutex_unlock(&st->write_lock);
 	eos_store_exclusive_end(st);
-	/* the records are gone: the session data directories follow */
-	return r ?: eos_session_dirs_remove(st, id, NULL, err);
+	/* the records are gone: the session data directories follow, then the disk space */
+	r = r ?: eos_session_dirs_remove(st, id, NULL, err);
+	if (r == 0)
+		eos_store_reclaim(st, sbx, EOS_RECLAIM_SANDBOX | EOS_RECLAIM_OBJECTS);
+	return r;
 }

@@ -77,33 +77,60 @@ gc_flush(struct eos_store *st, struct gc_round *g, struct eos_kv_batch *b, uint6
 	return 0;
 }
 
+struct gc_scan_call {
+	struct eos_store *st;
+	struct gc_round *g;
+	struct eos_kv_batch *b;
+	uint64_t *freed;
+	struct eos_error *err;
+};
+
+/* eos_kv_scan_fn: collect one key, and check a round's reference counts when it is full. */
+static int
+gc_key(void *ctx, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
+{
+	struct gc_scan_call *c = ctx;
+
+	(void)v;
+	(void)vlen;
+	if (klen != EOS_DIGEST_LEN)
+		return 0;
+	memcpy(c->g->keys[c->g->n++], k, EOS_DIGEST_LEN);
+	return c->g->n == GC_BATCH ? gc_flush(c->st, c->g, c->b, c->freed, c->err) : 0;
+}
+
+/* eos_kv_damage_fn: what RocksDB cannot read stays (fsck reports it); gc goes on past it. */
+static int
+gc_skip_damage(void *ctx, const uint8_t *after, size_t alen, const uint8_t *resume, size_t rlen,
+	       const char *msg)
+{
+	(void)ctx;
+	(void)after;
+	(void)alen;
+	(void)resume;
+	(void)rlen;
+	(void)msg;
+	return 0;
+}
+
 /* Scan cf in key order; keys that are not digests are left alone (fsck reports them). */
 static int
 gc_scan(struct eos_store *st, struct gc_round *g, struct eos_kv_batch *b, uint64_t *freed,
 	struct eos_error *err)
 {
-	EOS_CLEANUP(eos_kv_iter_freep) struct eos_kv_iter *it = NULL;
+	struct gc_scan_call call = { .st = st, .g = g, .b = b, .freed = freed, .err = err };
+	struct eos_kv_scan s = {
+		.cf = g->cf,
+		.flags = EOS_KV_ITER_NO_CACHE_FILL,
+		.fn = gc_key,
+		.ctx = &call,
+		.damage = gc_skip_damage,
+	};
 	int r;
 
-	r = eos_kv_iter_new(st->kv, g->cf, NULL, NULL, 0, EOS_KV_ITER_NO_CACHE_FILL, &it);
+	r = eos_kv_scan(st->kv, &s, err);
 	if (r < 0)
-		return eos_error_set(err, r, "gc: iterate '%s'", eos_kv_cf_name(g->cf));
-	for (eos_kv_iter_seek_first(it); eos_kv_iter_valid(it); eos_kv_iter_next(it)) {
-		size_t klen;
-		const uint8_t *k = eos_kv_iter_key(it, &klen);
-
-		if (klen != EOS_DIGEST_LEN)
-			continue;
-		memcpy(g->keys[g->n++], k, EOS_DIGEST_LEN);
-		if (g->n == GC_BATCH) {
-			r = gc_flush(st, g, b, freed, err);
-			if (r < 0)
-				return r;
-		}
-	}
-	r = eos_kv_iter_status(it, err);
-	if (r < 0)
-		return eos_error_prefix(err, r, "gc: iterate '%s'", eos_kv_cf_name(g->cf));
+		return eos_error_prefix(err, r, "gc");
 	return gc_flush(st, g, b, freed, err);
 }
 
@@ -168,6 +195,8 @@ eos_store_gc(struct eos_store *st, uint64_t *ret_freed, struct eos_error *err)
 	r = gc_locked(st, &freed, err);
 	pthread_mutex_unlock(&st->write_lock);
 	eos_store_exclusive_end(st);
+	if (r == 0 && freed > 0)
+		eos_store_reclaim(st, 0, EOS_RECLAIM_OBJECTS);
 	if (r == 0 && ret_freed)
 		*ret_freed = freed;
 	return r;

@@ -165,15 +165,20 @@ size_read(struct eos_store *st, struct eos_squash_refs *r, const struct eos_dige
 {
 	EOS_CLEANUP(eos_buf_release) struct eos_buf frame = { 0 };
 	union eos_hashmap_value *v;
+	struct eos_error e = { 0 };
 	int q;
 
 	if (eos_hashmap_find(&r->sizes, d->b, EOS_DIGEST_LEN))
 		return 0;
-	q = eos_kv_get(st->kv, NULL, EOS_CF_CHUNKS, d->b, EOS_DIGEST_LEN, &frame, err);
-	if (q == -ENOENT)
+	q = eos_kv_get(st->kv, NULL, EOS_CF_CHUNKS, d->b, EOS_DIGEST_LEN, &frame, &e);
+	/* Gone, or damaged (RocksDB cannot read it): freeing it frees an unknown size. */
+	if (q == -ENOENT || q == -EBADMSG)
 		return 0;
-	if (q < 0)
+	if (q < 0) {
+		if (err)
+			*err = e;
 		return q;
+	}
 	q = eos_hashmap_get_or_insert(&r->sizes, d->b, EOS_DIGEST_LEN, &v);
 	if (q < 0)
 		return q;

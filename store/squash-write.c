@@ -66,6 +66,18 @@ plan_valid(const struct eos_squash_plan *p, struct eos_error *err)
 	return 1;
 }
 
+/*
+ * A squash frees space but its batch also puts (reference counts, layer records): like other
+ * small records, it is written down to the hard reserve (store/space.h).
+ */
+static int
+squash_batch_write(struct eos_store *st, struct eos_kv_batch *b, struct eos_error *err)
+{
+	int r = eos_space_check(&st->space, EOS_SPACE_RECORD, eos_kv_batch_bytes(b), err);
+
+	return r ?: eos_kv_batch_write(st->kv, b, true, err);
+}
+
 /* Caller holds st->write_lock and checked the plan: stage the counts and write. */
 static int
 write_locked(struct eos_squash_plan *p, struct run *run, struct eos_error *err)
@@ -79,7 +91,7 @@ write_locked(struct eos_squash_plan *p, struct run *run, struct eos_error *err)
 	if (r == 0 && (r = EOS_FAILPOINT("squash.before_write")) < 0)
 		eos_error_set(err, r, "squash '%s': failpoint 'squash.before_write'", p->id);
 	if (r == 0 && eos_kv_batch_count(p->batch) > 0)
-		r = eos_kv_batch_write(p->st->kv, p->batch, true, err);
+		r = squash_batch_write(p->st, p->batch, err);
 	if (exclusive) {
 		eos_store_exclusive_end(p->st);
 		run->t.exclusive_ns += eos_mono_ns() - t0;
@@ -147,6 +159,20 @@ log_run(const struct run *run, int r)
 		      t->attempts);
 }
 
+/* Give back the space of what the squash deleted (store/reclaim.c). */
+static void
+squash_reclaim(struct eos_store *st, uint64_t sbx, const struct eos_squash_result *res)
+{
+	enum eos_reclaim_flags flags = 0;
+
+	if (res->entries_removed > 0 || res->layers_removed > 0)
+		flags |= EOS_RECLAIM_ENTRIES;
+	if (res->chunks_freed > 0)
+		flags |= EOS_RECLAIM_OBJECTS;
+	if (flags)
+		eos_store_reclaim(st, sbx, flags);
+}
+
 int
 eos_squash_run(struct eos_store *st, const char *sandbox, const struct eos_squash_options *opts,
 	       struct eos_squash_result *ret, struct eos_squash_timing *timing,
@@ -173,6 +199,8 @@ eos_squash_run(struct eos_store *st, const char *sandbox, const struct eos_squas
 	}
 	pthread_mutex_unlock(&st->squash_lock);
 	log_run(&run, r);
+	if (r >= 0)
+		squash_reclaim(st, run.sbx, &run.res);
 	if (timing)
 		*timing = run.t;
 	if (r < 0)
@@ -208,7 +236,7 @@ flush_locked(struct eos_store *st, int64_t wait_ns, struct eos_squash_result *re
 	pthread_mutex_lock(&st->write_lock);
 	r = eos_squash_refs_stage(st, refs, b, true, res, NULL, err);
 	if (r == 0 && eos_kv_batch_count(b) > 0)
-		r = eos_kv_batch_write(st->kv, b, true, err);
+		r = squash_batch_write(st, b, err);
 	pthread_mutex_unlock(&st->write_lock);
 	eos_store_exclusive_end(st);
 	return r;
@@ -225,6 +253,7 @@ eos_squash_flush(struct eos_store *st, int64_t wait_ns, uint64_t *ret_freed, str
 	pthread_mutex_unlock(&st->squash_lock);
 	if (r < 0)
 		return eos_error_prefix(err, r, "free squashed chunks");
+	squash_reclaim(st, 0, &res);
 	if (ret_freed)
 		*ret_freed = res.chunks_freed;
 	return 0;
