@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -137,6 +138,25 @@ seed_files(struct seeds *s, struct eos_entry *e)
 	seed_entry(s, e);
 }
 
+/* A fifo (with e's xattrs), then devices: small, wide and whiteout (0:0) numbers. */
+static void
+seed_nodes(struct seeds *s, struct eos_entry *e)
+{
+	static const unsigned numbers[][2] = { { 1, 3 }, { 0xffffffffu, 0x12345678u }, { 0, 0 } };
+
+	memset(&e->st.content, 0, sizeof(e->st.content));
+	e->st.floor = e->st.link_group = 0;
+	e->st.kind = EOS_KIND_FIFO;
+	seed_entry(s, e);
+	e->nxattrs = e->st.nxattrs = 0;
+	for (size_t i = 0; i < EOS_ARRAY_SIZE(numbers); i++) {
+		e->st.kind = i % 2 ? EOS_KIND_BLK : EOS_KIND_CHR;
+		e->st.rdev = makedev(numbers[i][0], numbers[i][1]);
+		seed_entry(s, e);
+	}
+	e->st.rdev = 0;
+}
+
 static void
 seeds_entries(struct seeds *s)
 {
@@ -163,6 +183,7 @@ seeds_entries(struct seeds *s)
 	seed_entry(s, &e);
 	e.st.kind = EOS_KIND_DIR;
 	seed_entry(s, &e);
+	seed_nodes(s, &e);
 }
 
 static void

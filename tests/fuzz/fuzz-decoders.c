@@ -4,7 +4,7 @@
  * point; tests/fuzz/driver.c runs it without libFuzzer).
  *
  * Input: the first byte names the decoder, the rest is its input.
- *	'e'  entry record (eos_entry_decode)
+ *	'e'  entry record (eos_entry_decode), every kind (device numbers of CHR and BLK included)
  *	'k'  entry key (eos_entry_key_decode)
  *	'm'  manifest record (eos_manifest_decode)
  *	'c'  chunk frame (eos_codec_raw_len, eos_codec_decode): 32 bytes of expected digest, then
@@ -99,7 +99,7 @@ stat_equal(const struct eos_stat *a, const struct eos_stat *b)
 	return a->kind == b->kind && a->attr.mode == b->attr.mode && a->attr.uid == b->attr.uid &&
 	       a->attr.gid == b->attr.gid && a->attr.mtime_ns == b->attr.mtime_ns &&
 	       a->version == b->version && a->floor == b->floor && a->link_group == b->link_group &&
-	       a->size == b->size && a->nxattrs == b->nxattrs &&
+	       a->size == b->size && a->rdev == b->rdev && a->nxattrs == b->nxattrs &&
 	       content_equal(&a->content, &b->content);
 }
 
@@ -129,7 +129,10 @@ entry_check_rules(const struct eos_entry *e)
 
 	FUZZ_CHECK(e->st.version == FUZZ_VERSION);
 	FUZZ_CHECK(e->st.kind == EOS_KIND_DIR || e->st.kind == EOS_KIND_FILE ||
-		   e->st.kind == EOS_KIND_SYMLINK || e->st.kind == EOS_KIND_WHITEOUT);
+		   e->st.kind == EOS_KIND_SYMLINK || e->st.kind == EOS_KIND_WHITEOUT ||
+		   e->st.kind == EOS_KIND_FIFO || e->st.kind == EOS_KIND_CHR ||
+		   e->st.kind == EOS_KIND_BLK);
+	FUZZ_CHECK(eos_kind_has_rdev(e->st.kind) || e->st.rdev == 0);
 	FUZZ_CHECK((e->st.kind == EOS_KIND_FILE) == (c->kind != EOS_CONTENT_NONE));
 	FUZZ_CHECK(e->st.kind != EOS_KIND_FILE || c->size == e->st.size);
 	FUZZ_CHECK(c->kind != EOS_CONTENT_INLINE ||

@@ -286,6 +286,7 @@ START_TEST(test_fsck_corrupt_chunk)
 	EOS_CLEANUP(eos_store_closep) struct eos_store *st = eos_test_store_new(&dir);
 	EOS_CLEANUP(eos_buf_release) struct eos_buf key = { 0 };
 	EOS_CLEANUP(eos_buf_release) struct eos_buf val = { 0 };
+	struct eos_fsck_result res;
 	struct reports reps;
 
 	build_sandbox(st, "one", 10);
@@ -295,7 +296,12 @@ START_TEST(test_fsck_corrupt_chunk)
 	eos_test_kv_put(st, EOS_CF_CHUNKS, &key, val.data, val.len);
 	ck_assert_uint_eq(fsck(st, 0, &reps).violations, 0);
 	check_reports(st, EOS_FSCK_VERIFY_CHUNKS, "corrupt-chunk");
-	ck_assert_uint_eq(fsck(st, EOS_FSCK_VERIFY_CHUNKS, &reps).violations, 1);
+	/* The chunk, each path whose content holds it, and the sandbox's summary. */
+	check_reports(st, EOS_FSCK_VERIFY_CHUNKS, "damaged-path");
+	check_reports(st, EOS_FSCK_VERIFY_CHUNKS, "damaged-sandbox");
+	res = fsck(st, EOS_FSCK_VERIFY_CHUNKS, &reps);
+	ck_assert_uint_ge(res.damaged_paths, 1);
+	ck_assert_uint_eq(res.damaged_paths, reps.n - 2);
 	eos_store_close(TAKE_PTR(st));
 	eos_test_rm_rf(dir);
 }

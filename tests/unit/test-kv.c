@@ -20,30 +20,18 @@ struct fixture {
 	struct eos_kv *kv;
 };
 
-static struct eos_kv *
-kv_open(const char *dir, bool create)
-{
-	struct eos_kv_options o = { .threads = 2, .create = create };
-	struct eos_error err = { 0 };
-	struct eos_kv *kv = NULL;
-	int r = eos_kv_open(dir, &o, &kv, &err);
-
-	ck_assert_msg(r == 0, "open '%s': %s", dir, eos_error_message(&err, r));
-	return kv;
-}
-
 static void
 fixture_init(struct fixture *f)
 {
 	f->dir = eos_test_tmpdir("kv");
-	f->kv = kv_open(f->dir, true);
+	f->kv = eos_test_kv_open(f->dir, true);
 }
 
 static void
 fixture_reopen(struct fixture *f)
 {
 	eos_kv_close(f->kv);
-	f->kv = kv_open(f->dir, false);
+	f->kv = eos_test_kv_open(f->dir, false);
 }
 
 static void
@@ -692,7 +680,7 @@ START_TEST(test_large_values_blob)
 		ck_assert(memcmp(b.data, data + (size_t)i * SIZE, SIZE) == 0);
 	}
 	expect(f.kv, EOS_CF_CHUNKS, "small", "stays inline");
-	/* Compaction keeps them readable (blob GC relocates live blobs). */
+	/* Compaction keeps them readable (it rewrites only the keys and blob references). */
 	ck_assert_int_eq(eos_kv_compact(f.kv, EOS_CF_CHUNKS, &err), 0);
 	ck_assert_int_eq(eos_kv_get(f.kv, NULL, EOS_CF_CHUNKS, &(uint8_t){ 3 }, 1, &b, &err), 0);
 	ck_assert(memcmp(b.data, data + 3 * (size_t)SIZE, SIZE) == 0);
