@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "common/cleanup.h"
 
@@ -124,6 +125,9 @@ entry_fill(struct archive_entry *e, struct eos_archive_entry *ret)
 	ret->mtime_nsec = archive_entry_mtime_nsec(e);
 	ret->size_set = archive_entry_size_is_set(e);
 	ret->size = archive_entry_size(e);
+	if (ret->type == EOS_ARCHIVE_CHAR || ret->type == EOS_ARCHIVE_BLOCK)
+		ret->rdev = makedev((unsigned)archive_entry_rdevmajor(e),
+				    (unsigned)archive_entry_rdevminor(e));
 }
 
 int
@@ -205,11 +209,14 @@ filetype_of(enum eos_archive_type type)
 		return AE_IFDIR;
 	case EOS_ARCHIVE_SYMLINK:
 		return AE_IFLNK;
-	case EOS_ARCHIVE_FILE:
 	case EOS_ARCHIVE_FIFO:
-	case EOS_ARCHIVE_SOCKET:
+		return AE_IFIFO;
 	case EOS_ARCHIVE_CHAR:
+		return AE_IFCHR;
 	case EOS_ARCHIVE_BLOCK:
+		return AE_IFBLK;
+	case EOS_ARCHIVE_FILE:
+	case EOS_ARCHIVE_SOCKET:
 	case EOS_ARCHIVE_OTHER:
 		break;
 	}
@@ -234,6 +241,10 @@ header_fill(struct archive_entry *ae, const struct eos_archive_entry *e)
 	}
 	if (e->type == EOS_ARCHIVE_SYMLINK && e->symlink)
 		archive_entry_copy_symlink(ae, e->symlink);
+	if (e->type == EOS_ARCHIVE_CHAR || e->type == EOS_ARCHIVE_BLOCK) {
+		archive_entry_set_rdevmajor(ae, major(e->rdev));
+		archive_entry_set_rdevminor(ae, minor(e->rdev));
+	}
 	for (size_t i = 0; i < e->nxattrs; i++)
 		archive_entry_xattr_add_entry(ae, e->xattrs[i].name, e->xattrs[i].value,
 					      e->xattrs[i].len);

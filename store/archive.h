@@ -55,6 +55,7 @@ struct eos_archive_entry {
 	long mtime_nsec;
 	bool size_set;
 	int64_t size;				/* file data bytes (0 for everything else) */
+	uint64_t rdev;				/* CHAR and BLOCK: makedev(major, minor) */
 	const struct eos_archive_xattr *xattrs; /* writing only */
 	size_t nxattrs;
 };
@@ -98,8 +99,9 @@ struct eos_archive_writer;
 int eos_archive_writer_open(int fd, enum eos_archive_filter filter, struct eos_archive_writer **ret,
 			    struct eos_error *err);
 /*
- * Write one header: path, type (FILE, DIR or SYMLINK), perm, uid, gid, mtime, size (FILE) and
- * xattrs are used; hardlink, when set, makes a hard link to an earlier member (size ignored).
+ * Write one header: path, type (FILE, DIR, SYMLINK, FIFO, CHAR or BLOCK), perm, uid, gid, mtime,
+ * size (FILE), rdev (CHAR, BLOCK) and xattrs are used; hardlink, when set, makes a hard link to an
+ * earlier member (size ignored).
  */
 int eos_archive_writer_header(struct eos_archive_writer *w, const struct eos_archive_entry *e,
 			      struct eos_error *err);

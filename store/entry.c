@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "common/cleanup.h"
 #include "common/endian.h"
@@ -188,6 +189,9 @@ kind_valid(unsigned k)
 	case EOS_KIND_FILE:
 	case EOS_KIND_SYMLINK:
 	case EOS_KIND_WHITEOUT:
+	case EOS_KIND_FIFO:
+	case EOS_KIND_CHR:
+	case EOS_KIND_BLK:
 		return true;
 	case EOS_KIND_NONE:
 		return false;
@@ -221,6 +225,9 @@ record_size(const struct eos_entry *e)
 	case EOS_KIND_NONE:
 	case EOS_KIND_DIR:
 	case EOS_KIND_WHITEOUT:
+	case EOS_KIND_FIFO:
+	case EOS_KIND_CHR:
+	case EOS_KIND_BLK:
 		break;
 	}
 	return 0;
@@ -240,6 +247,8 @@ encode_check(const struct eos_entry *e)
 		return -EINVAL;
 	if (e->st.kind == EOS_KIND_SYMLINK &&
 	    (!e->target || strlen(e->target) > SYMLINK_TARGET_MAX))
+		return -EINVAL;
+	if (e->st.rdev && !eos_kind_has_rdev(e->st.kind))
 		return -EINVAL;
 	for (uint32_t i = 0; i < e->nxattrs; i++) {
 		size_t nlen = strlen(e->xattrs[i].name);
@@ -284,6 +293,10 @@ encode_body(const struct eos_entry *e, struct eos_buf *out)
 		r = eos_buf_append_lp(out, c->inline_data, c->inline_len);
 	if (r == 0 && e->st.kind == EOS_KIND_SYMLINK)
 		r = eos_buf_append_lp(out, e->target, strlen(e->target));
+	if (r == 0 && eos_kind_has_rdev(e->st.kind)) {
+		r = eos_buf_append_le32(out, major(e->st.rdev));
+		r = r ?: eos_buf_append_le32(out, minor(e->st.rdev));
+	}
 	r = r ?: eos_buf_append_le32(out, e->nxattrs);
 	for (uint32_t i = 0; r == 0 && i < e->nxattrs; i++) {
 		const struct eos_xattr *x = &e->xattrs[i];
@@ -374,6 +387,19 @@ decode_symlink(struct eos_reader *rd, struct eos_entry *e)
 }
 
 static int
+decode_rdev(struct eos_reader *rd, struct eos_entry *e)
+{
+	uint32_t maj = 0, min = 0;
+	int r = eos_reader_le32(rd, &maj);
+
+	r = r ?: eos_reader_le32(rd, &min);
+	if (r < 0)
+		return r;
+	e->st.rdev = makedev(maj, min);
+	return 0;
+}
+
+static int
 decode_xattr(struct eos_reader *rd, struct eos_xattr *x)
 {
 	const uint8_t *name, *value;
@@ -422,6 +448,8 @@ eos_entry_decode(const uint8_t *v, size_t n, uint64_t version, struct eos_entry 
 		r = decode_file(&rd, ret);
 	if (r == 0 && ret->st.kind == EOS_KIND_SYMLINK)
 		r = decode_symlink(&rd, ret);
+	if (r == 0 && eos_kind_has_rdev(ret->st.kind))
+		r = decode_rdev(&rd, ret);
 	if (r == 0 && ret->st.kind != EOS_KIND_FILE && ret->st.kind != EOS_KIND_SYMLINK &&
 	    ret->st.size != 0)
 		r = -EBADMSG;

@@ -9,8 +9,9 @@
  *
  * Record (little-endian): u8 format 1, u8 kind, u8 content kind, u8 flags(0), le32 mode, le32 uid,
  * le32 gid, le64 mtime_ns, le64 size, le64 floor, le64 link_group, [32-byte digest when content
- * kind != NONE], [lp inline data when INLINE], [lp target when SYMLINK], le32 nxattrs,
- * nxattrs × (lp name, lp value).
+ * kind != NONE], [lp inline data when INLINE], [lp target when SYMLINK], [le32 major, le32 minor
+ * when CHR or BLK], le32 nxattrs, nxattrs × (lp name, lp value). Fifos and devices have size 0 and
+ * no content; the store links regular files only (link_group is 0 for every other kind).
  *
  * Visibility at V: the newest version <= V of (parent, name), unless it is a whiteout or older
  * than the parent directory's floor. Directory floors are >= their parent's floor (commit keeps

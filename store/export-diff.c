@@ -354,9 +354,15 @@ entry_differs(const struct eos_entry *a, const struct eos_entry *b)
 		if (!a->target || !b->target || strcmp(a->target, b->target) != 0)
 			return true;
 		break;
+	case EOS_KIND_CHR:
+	case EOS_KIND_BLK:
+		if (a->st.rdev != b->st.rdev)
+			return true;
+		break;
 	case EOS_KIND_NONE:
 	case EOS_KIND_DIR:
 	case EOS_KIND_WHITEOUT:
+	case EOS_KIND_FIFO:
 		break;
 	}
 	return xattrs_differ(a, b);

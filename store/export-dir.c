@@ -388,6 +388,30 @@ put_symlink(struct dirx *dx, int dirfd, const char *name, const struct eos_expor
 	return 0;
 }
 
+/*
+ * A fifo or a device. Devices need CAP_MKNOD: without it the kernel's EPERM fails the export
+ * naming the path. Linux keeps user.* xattrs off such nodes, so none are applied (as for symlinks).
+ */
+static int
+put_node(struct dirx *dx, int dirfd, const char *name, const struct eos_export_change *c)
+{
+	const struct eos_attr *a = &c->new.st.attr;
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, timespec_of(a->mtime_ns) };
+	enum eos_kind k = c->new.st.kind;
+	char verb[64];
+
+	snprintf(verb, sizeof(verb), "create %s", eos_kind_name(k));
+	if (mknodat(dirfd, name, eos_kind_mode(k) | 0600, (dev_t)c->new.st.rdev) < 0)
+		return fail(dx, eos_neg_errno(), verb, c->path);
+	if (dx->root && fchownat(dirfd, name, a->uid, a->gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return fail(dx, eos_neg_errno(), "change the owner of", c->path);
+	if (fchmodat(dirfd, name, a->mode & 07777, 0) < 0 ||
+	    utimensat(dirfd, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
+		return fail(dx, eos_neg_errno(), "set the attributes of", c->path);
+	dx->x->res->specials++;
+	return 0;
+}
+
 /* A directory: kept when one is there already (and was at from), else created anew. */
 static int
 put_dir(struct dirx *dx, int dirfd, const char *name, const struct eos_export_change *c, bool keep)
@@ -425,6 +449,10 @@ apply_at(struct dirx *dx, int dirfd, const char *name, const struct eos_export_c
 		return put_file(dx, dirfd, name, c);
 	case EOS_KIND_SYMLINK:
 		return put_symlink(dx, dirfd, name, c);
+	case EOS_KIND_FIFO:
+	case EOS_KIND_CHR:
+	case EOS_KIND_BLK:
+		return put_node(dx, dirfd, name, c);
 	case EOS_KIND_NONE:
 	case EOS_KIND_WHITEOUT:
 		break;

@@ -51,13 +51,32 @@ file_side(const struct eos_entry *e)
 	return e->st.kind == EOS_KIND_FILE || e->st.kind == EOS_KIND_SYMLINK ? e : NULL;
 }
 
+/* A fifo or device on either side: git's format has no way to create or delete one. */
+static int
+check_special(struct patchx *p, const struct eos_export_change *c)
+{
+	enum eos_kind k = eos_kind_has_rdev(c->new.st.kind) || c->new.st.kind == EOS_KIND_FIFO
+				  ? c->new.st.kind
+				  : c->old.st.kind;
+
+	if (!eos_kind_has_rdev(k) && k != EOS_KIND_FIFO)
+		return 0;
+	return eos_error_set(
+		p->err, -EINVAL,
+		"patch: '%s' is a %s, which a patch cannot hold (export as dir or tar)", c->path,
+		eos_kind_name(k));
+}
+
 static int
 items_collect(struct patchx *p, const struct eos_export_diff *d)
 {
 	for (size_t i = 0; i < d->n; i++) {
 		const struct eos_export_change *c = &d->v[i];
 		const struct eos_entry *old = file_side(&c->old), *new = file_side(&c->new);
+		int r = check_special(p, c);
 
+		if (r < 0)
+			return r;
 		if (!old && !new)
 			continue;
 		if (eos_buf_array_reserve(&p->v, &p->cap, p->n, sizeof(*p->v), 64) < 0)

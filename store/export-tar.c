@@ -4,8 +4,8 @@
  * optionally zstd-compressed), written through store/archive.h.
  *
  *   - created or changed paths: their entry at the exported version, with mode, owner, mtime,
- *     symlink target and extended attributes (pax SCHILY.xattr); members of one hard-link group
- *     after the first are hard links to it;
+ *     symlink target, device number and extended attributes (pax SCHILY.xattr); members of one
+ *     hard-link group after the first are hard links to it;
  *   - every directory above a written entry is written too (docker does the same), so that an
  *     extraction restores the mtimes the changes of its children disturbed;
  *   - a deleted path: "dir/.wh.name" (deletions below a deleted directory need none);
@@ -106,6 +106,14 @@ header_of(const char *path, const struct eos_entry *e, struct eos_archive_entry 
 	case EOS_KIND_SYMLINK:
 		ret->type = EOS_ARCHIVE_SYMLINK;
 		ret->symlink = e->target;
+		break;
+	case EOS_KIND_FIFO:
+		ret->type = EOS_ARCHIVE_FIFO;
+		break;
+	case EOS_KIND_CHR:
+	case EOS_KIND_BLK:
+		ret->type = e->st.kind == EOS_KIND_CHR ? EOS_ARCHIVE_CHAR : EOS_ARCHIVE_BLOCK;
+		ret->rdev = e->st.rdev;
 		break;
 	case EOS_KIND_FILE:
 	case EOS_KIND_NONE:
@@ -285,23 +293,34 @@ write_file(struct tarx *t, const char *path, const struct eos_entry *e)
 	return 0;
 }
 
+/* A member without data: a symlink, a fifo or a device. */
 static int
-write_entry(struct tarx *t, const char *path, const struct eos_entry *e)
+write_plain(struct tarx *t, const char *path, const struct eos_entry *e, uint64_t *count)
 {
 	struct eos_archive_entry ae;
 	int r;
 
+	header_of(path, e, &ae);
+	if ((r = write_header(t, &ae, e, path)) < 0)
+		return r;
+	(*count)++;
+	return 0;
+}
+
+static int
+write_entry(struct tarx *t, const char *path, const struct eos_entry *e)
+{
 	switch (e->st.kind) {
 	case EOS_KIND_DIR:
 		return write_dir(t, path, e);
 	case EOS_KIND_FILE:
 		return write_file(t, path, e);
 	case EOS_KIND_SYMLINK:
-		header_of(path, e, &ae);
-		if ((r = write_header(t, &ae, e, path)) < 0)
-			return r;
-		t->x->res->symlinks++;
-		return 0;
+		return write_plain(t, path, e, &t->x->res->symlinks);
+	case EOS_KIND_FIFO:
+	case EOS_KIND_CHR:
+	case EOS_KIND_BLK:
+		return write_plain(t, path, e, &t->x->res->specials);
 	case EOS_KIND_NONE:
 	case EOS_KIND_WHITEOUT:
 		break;

@@ -77,6 +77,33 @@ eos_import_problems_release(struct eos_import_problems *p)
 	*p = (struct eos_import_problems){ 0 };
 }
 
+int
+eos_import_skip(struct eos_import_result *ret, const char *path)
+{
+	char **v = reallocarray(ret->skipped, ret->nskipped + 1, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	ret->skipped = v;
+	v[ret->nskipped] = strdup(path);
+	if (!v[ret->nskipped])
+		return -ENOMEM;
+	ret->nskipped++;
+	return 0;
+}
+
+void
+eos_import_result_release(struct eos_import_result *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nskipped; i++)
+		free(r->skipped[i]);
+	free(r->skipped);
+	r->skipped = NULL;
+	r->nskipped = 0;
+}
+
 /* --- progress --------------------------------------------------------------------------------- */
 
 void

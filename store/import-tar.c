@@ -5,9 +5,11 @@
  *
  * Two passes over the archive. The first reads only headers and builds the final tree in memory
  * with tar's "a later entry wins" semantics: one node per path, overwritten in place; hard links
- * bind to the content of their target at that point of the archive (as extraction would). It
- * collects special files, checks that every path lies below a directory, and picks one staged
- * name per content (the others become hard links). Nothing is staged when this pass fails. The
+ * bind to the content of their target at that point of the archive (as extraction would; a hard
+ * link of a symlink, fifo or device becomes an equal entry of its own). It collects the members
+ * of unknown types (refused) and the sockets (skipped, listed in the result), checks that every
+ * path lies below a directory, and picks one staged name per content (the others become hard
+ * links). Nothing is staged when this pass fails. The
  * second pass reads the data of the entries that survived and hands it to the worker pool.
  */
 #include <fcntl.h>
@@ -33,7 +35,9 @@ enum tar_kind {
 	TAR_DIR,
 	TAR_FILE,
 	TAR_SYMLINK,
-	TAR_SPECIAL,
+	TAR_NODE,    /* a fifo or a device */
+	TAR_SOCKET,  /* skipped, and listed in the result */
+	TAR_SPECIAL, /* a type the store cannot hold: refused */
 };
 
 /* The final state of one path. */
@@ -41,11 +45,12 @@ struct tar_node {
 	char *path;
 	enum tar_kind kind;
 	struct eos_attr attr;
-	char *target;	     /* TAR_SYMLINK */
-	const char *special; /* TAR_SPECIAL: what it is (static string) */
-	size_t content;	     /* TAR_FILE: index of the archive entry that holds the bytes */
-	uint64_t size;	     /* TAR_FILE */
-	size_t link_to;	     /* TAR_FILE: node staged with this content, or SIZE_MAX (itself) */
+	char *target;	    /* TAR_SYMLINK */
+	enum eos_kind node; /* TAR_NODE: FIFO, CHR or BLK */
+	uint64_t rdev;	    /* TAR_NODE: the device */
+	size_t content;	    /* TAR_FILE: index of the archive entry that holds the bytes */
+	uint64_t size;	    /* TAR_FILE */
+	size_t link_to;	    /* TAR_FILE: node staged with this content, or SIZE_MAX (itself) */
 };
 
 struct tar_scan {
@@ -57,8 +62,9 @@ struct tar_scan {
 	struct eos_attr root;
 	size_t nentries;
 	size_t *primary; /* per archive entry: index + 1 of the node staged with its bytes */
-	size_t groups, nlinks, ndirs, nsyms;
+	size_t groups, nlinks, ndirs, nsyms, nnodes;
 	struct eos_import_problems specials;
+	struct eos_import_result *ret; /* sockets go to its skipped list */
 	bool not_tar;
 };
 
@@ -222,27 +228,6 @@ entry_attr(const struct eos_archive_entry *e, const char *name, struct eos_attr 
 	return 0;
 }
 
-static const char *
-special_kind(enum eos_archive_type type)
-{
-	switch (type) {
-	case EOS_ARCHIVE_FIFO:
-		return "fifo";
-	case EOS_ARCHIVE_SOCKET:
-		return "socket";
-	case EOS_ARCHIVE_CHAR:
-		return "character device";
-	case EOS_ARCHIVE_BLOCK:
-		return "block device";
-	case EOS_ARCHIVE_FILE:
-	case EOS_ARCHIVE_DIR:
-	case EOS_ARCHIVE_SYMLINK:
-	case EOS_ARCHIVE_OTHER:
-		break;
-	}
-	return "unknown file type";
-}
-
 /* A hard link names the content its target has at this point of the archive. */
 static int
 scan_hardlink(struct tar_scan *s, const char *name, const char *path, const char *link,
@@ -258,8 +243,8 @@ scan_hardlink(struct tar_scan *s, const char *name, const char *path, const char
 	if (r < 0)
 		return eos_error_prefix(err, r, "archive entry '%s': hard link", name);
 	t = scan_find(s, target, strlen(target));
-	if (!target[0] || t == SIZE_MAX ||
-	    (s->nodes[t].kind != TAR_FILE && s->nodes[t].kind != TAR_SYMLINK))
+	if (!target[0] || t == SIZE_MAX || s->nodes[t].kind == TAR_DIR ||
+	    s->nodes[t].kind == TAR_SPECIAL)
 		return eos_error_set(
 			err, -EINVAL,
 			"archive entry '%s': hard link target '%s' is not an earlier file of the archive",
@@ -273,21 +258,40 @@ scan_hardlink(struct tar_scan *s, const char *name, const char *path, const char
 	node = &s->nodes[idx];
 	node->content = to->content;
 	node->size = to->size;
-	/* The store links files only: a hard-linked symlink becomes a second, equal symlink. */
+	node->node = to->node;
+	node->rdev = to->rdev;
+	/* The store links files only: a hard-linked symlink, fifo or device becomes an equal one.
+	 */
 	if (to->kind == TAR_SYMLINK && !(node->target = strdup(to->target)))
 		return eos_import_no_memory(err);
 	return 0;
 }
 
+/* A fifo or a device (rdev), a socket (listed as skipped) or an unknown type (refused). */
 static int
-scan_special(struct tar_scan *s, enum eos_archive_type type, const char *path,
-	     const struct eos_attr *attr, struct eos_error *err)
+scan_other(struct tar_scan *s, const struct eos_archive_entry *e, const char *path,
+	   const struct eos_attr *attr, struct eos_error *err)
 {
-	size_t idx;
+	static const struct {
+		enum eos_archive_type type;
+		enum tar_kind kind;
+		enum eos_kind node;
+	} map[] = {
+		{ EOS_ARCHIVE_FIFO, TAR_NODE, EOS_KIND_FIFO },
+		{ EOS_ARCHIVE_CHAR, TAR_NODE, EOS_KIND_CHR },
+		{ EOS_ARCHIVE_BLOCK, TAR_NODE, EOS_KIND_BLK },
+		{ EOS_ARCHIVE_SOCKET, TAR_SOCKET, EOS_KIND_NONE },
+	};
+	struct tar_node *node;
+	size_t i = 0, idx;
 
-	if (scan_put(s, path, TAR_SPECIAL, attr, &idx) < 0)
+	while (i < EOS_ARRAY_SIZE(map) && map[i].type != e->type)
+		i++;
+	if (scan_put(s, path, i < EOS_ARRAY_SIZE(map) ? map[i].kind : TAR_SPECIAL, attr, &idx) < 0)
 		return eos_import_no_memory(err);
-	s->nodes[idx].special = special_kind(type);
+	node = &s->nodes[idx];
+	node->node = i < EOS_ARRAY_SIZE(map) ? map[i].node : EOS_KIND_NONE;
+	node->rdev = eos_kind_has_rdev(node->node) ? e->rdev : 0;
 	return 0;
 }
 
@@ -323,7 +327,7 @@ scan_typed(struct tar_scan *s, const struct eos_archive_entry *e, const char *na
 	case EOS_ARCHIVE_OTHER:
 		break;
 	}
-	return scan_special(s, e->type, path, attr, err);
+	return scan_other(s, e, path, attr, err);
 }
 
 static int
@@ -377,8 +381,10 @@ scan_finish(struct tar_scan *s, struct eos_error *err)
 				node->path, (int)len, node->path);
 		s->ndirs += node->kind == TAR_DIR;
 		s->nsyms += node->kind == TAR_SYMLINK;
-		if (node->kind == TAR_SPECIAL &&
-		    eos_import_problems_add(&s->specials, node->path, node->special) < 0)
+		s->nnodes += node->kind == TAR_NODE;
+		if ((node->kind == TAR_SPECIAL &&
+		     eos_import_problems_add(&s->specials, node->path, "unknown file type") < 0) ||
+		    (node->kind == TAR_SOCKET && eos_import_skip(s->ret, node->path) < 0))
 			return eos_import_no_memory(err);
 		if (node->kind != TAR_FILE)
 			continue;
@@ -392,8 +398,8 @@ scan_finish(struct tar_scan *s, struct eos_error *err)
 	}
 	if (s->specials.total)
 		return eos_import_problems_fail(&s->specials, -EINVAL,
-						"special file is not supported",
-						"special files are not supported", err);
+						"file of an unknown type is not supported",
+						"files of unknown types are not supported", err);
 	return 0;
 }
 
@@ -611,7 +617,12 @@ stage_tree(const struct tar_scan *s, struct eos_changeset *cs, struct eos_error 
 		case TAR_SYMLINK:
 			r = eos_changeset_symlink(cs, node->path, &node->attr, node->target, err);
 			break;
+		case TAR_NODE:
+			r = eos_changeset_mknod(cs, node->path, &node->attr, node->node, node->rdev,
+						err);
+			break;
 		case TAR_FILE:
+		case TAR_SOCKET:
 		case TAR_SPECIAL:
 			break;
 		}
@@ -683,6 +694,7 @@ tar_run(struct tar_scan *s, struct eos_store *st, int fd, const struct eos_impor
 		return r;
 	ret->dirs = s->ndirs;
 	ret->symlinks = s->nsyms;
+	ret->specials = s->nnodes;
 	ret->hardlinks = s->nlinks;
 	return 0;
 }
@@ -691,7 +703,7 @@ int
 eos_import_tar(struct eos_store *st, const char *src, int fd, const struct eos_import_options *o,
 	       struct eos_import_result *ret, struct eos_error *err)
 {
-	EOS_CLEANUP(scan_release) struct tar_scan s = { .src = src };
+	EOS_CLEANUP(scan_release) struct tar_scan s = { .src = src, .ret = ret };
 	int r;
 
 	/* Without a "." entry the root is like an implicit directory: 0755, ours, now. */

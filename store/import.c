@@ -201,10 +201,13 @@ struct walk_dir {
 	struct eos_attr attr;
 };
 
-struct walk_symlink {
+/* An entry without content: a symlink, a fifo or a device. */
+struct walk_leaf {
 	char *path;
-	char *target;
+	char *target; /* symlinks */
 	struct eos_attr attr;
+	enum eos_kind kind;
+	uint64_t rdev; /* devices */
 };
 
 struct walk_file {
@@ -219,12 +222,13 @@ struct walk_file {
 struct walk {
 	struct walk_dir *dirs;
 	size_t ndirs, cap_dirs;
-	struct walk_symlink *syms;
-	size_t nsyms, cap_syms;
+	struct walk_leaf *syms;
+	size_t nsyms, cap_syms, nnodes; /* nnodes of the leaves are fifos and devices */
 	struct walk_file *files;
 	size_t nfiles, cap_files;
 	uint64_t nlinks;
 	struct eos_import_problems specials, unreadable;
+	struct eos_import_result *ret; /* sockets go to its skipped list */
 };
 
 static void
@@ -283,23 +287,6 @@ read_names(DIR *d, const char *path, struct name_list *l, struct eos_error *err)
 	if (l->n > 1)
 		qsort(l->v, l->n, sizeof(*l->v), name_cmp);
 	return 0;
-}
-
-static const char *
-special_kind(mode_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFIFO:
-		return "fifo";
-	case S_IFSOCK:
-		return "socket";
-	case S_IFCHR:
-		return "character device";
-	case S_IFBLK:
-		return "block device";
-	default:
-		return "unknown file type";
-	}
 }
 
 static bool
@@ -371,7 +358,7 @@ walk_symlink(struct walk *w, int dfd, const char *name, char **path, const struc
 {
 	size_t size = sb->st_size > 0 ? (size_t)sb->st_size : EOS_PATH_MAX;
 	cleanup_free char *target = malloc(size + 1);
-	struct walk_symlink *s;
+	struct walk_leaf *s;
 	ssize_t n;
 
 	if (!target)
@@ -385,9 +372,28 @@ walk_symlink(struct walk *w, int dfd, const char *name, char **path, const struc
 	if (eos_buf_array_reserve(&w->syms, &w->cap_syms, w->nsyms, sizeof(*s), GROW_MIN) < 0)
 		return eos_import_no_memory(err);
 	s = &w->syms[w->nsyms++];
-	s->path = TAKE_PTR(*path);
-	s->target = TAKE_PTR(target);
-	s->attr = eos_import_attr_from_stat(sb);
+	*s = (struct walk_leaf){ .path = TAKE_PTR(*path),
+				 .target = TAKE_PTR(target),
+				 .attr = eos_import_attr_from_stat(sb),
+				 .kind = EOS_KIND_SYMLINK };
+	return 0;
+}
+
+/* A fifo or a device: its type, attributes and device number only (it is never opened). */
+static int
+walk_node(struct walk *w, char **path, const struct stat *sb, struct eos_error *err)
+{
+	enum eos_kind kind = eos_kind_of_mode(sb->st_mode);
+
+	if (eos_buf_array_reserve(&w->syms, &w->cap_syms, w->nsyms, sizeof(*w->syms), GROW_MIN) < 0)
+		return eos_import_no_memory(err);
+	w->syms[w->nsyms++] = (struct walk_leaf){
+		.path = TAKE_PTR(*path),
+		.attr = eos_import_attr_from_stat(sb),
+		.kind = kind,
+		.rdev = eos_kind_has_rdev(kind) ? (uint64_t)sb->st_rdev : 0,
+	};
+	w->nnodes++;
 	return 0;
 }
 
@@ -418,8 +424,15 @@ walk_entry(struct walk *w, int dfd, const char *parent, const char *name, struct
 		return walk_file(w, dfd, name, &path, &sb, err);
 	case S_IFLNK:
 		return walk_symlink(w, dfd, name, &path, &sb, err);
+	case S_IFIFO:
+	case S_IFCHR:
+	case S_IFBLK:
+		return walk_node(w, &path, &sb, err);
+	case S_IFSOCK:
+		/* a runtime object (a stale one, too): nothing to keep */
+		return eos_import_skip(w->ret, path) < 0 ? eos_import_no_memory(err) : 0;
 	default:
-		return walk_problem(&w->specials, path, special_kind(sb.st_mode), err);
+		return walk_problem(&w->specials, path, "unknown file type", err);
 	}
 }
 
@@ -514,9 +527,12 @@ stage_tree(const struct walk *w, struct eos_changeset *cs, int root_fd, struct e
 			return r;
 	}
 	for (size_t i = 0; i < w->nsyms; i++) {
-		const struct walk_symlink *s = &w->syms[i];
+		const struct walk_leaf *s = &w->syms[i];
 
-		r = eos_changeset_symlink(cs, s->path, &s->attr, s->target, err);
+		if (s->kind == EOS_KIND_SYMLINK)
+			r = eos_changeset_symlink(cs, s->path, &s->attr, s->target, err);
+		else
+			r = eos_changeset_mknod(cs, s->path, &s->attr, s->kind, s->rdev, err);
 		if (r < 0)
 			return r;
 	}
@@ -614,8 +630,8 @@ walk_check(const struct walk *w, struct eos_error *err)
 {
 	if (w->specials.total)
 		return eos_import_problems_fail(&w->specials, -EINVAL,
-						"special file is not supported",
-						"special files are not supported", err);
+						"file of an unknown type is not supported",
+						"files of unknown types are not supported", err);
 	if (w->unreadable.total)
 		return eos_import_problems_fail(&w->unreadable, -EACCES, "file is unreadable",
 						"files are unreadable", err);
@@ -627,7 +643,7 @@ import_dir_run(struct eos_store *st, const char *src, int root_fd,
 	       const struct eos_import_options *o, struct eos_import_result *ret,
 	       struct eos_error *err)
 {
-	EOS_CLEANUP(walk_release) struct walk w = { 0 };
+	EOS_CLEANUP(walk_release) struct walk w = { .ret = ret };
 	EOS_CLEANUP(eos_changeset_freep) struct eos_changeset *cs = NULL;
 	cleanup_free char *source = NULL;
 	struct eos_attr root;
@@ -647,7 +663,8 @@ import_dir_run(struct eos_store *st, const char *src, int root_fd,
 	    (r = stage_links(&w, cs, err)) < 0 || (r = eos_import_commit(cs, ret, err)) < 0)
 		return r;
 	ret->dirs = w.ndirs;
-	ret->symlinks = w.nsyms;
+	ret->symlinks = w.nsyms - w.nnodes;
+	ret->specials = w.nnodes;
 	ret->hardlinks = w.nlinks;
 	return 0;
 }
@@ -724,13 +741,14 @@ eos_store_import(struct eos_store *st, const char *src, const struct eos_import_
 	if (S_ISDIR(sb.st_mode)) {
 		r = import_dir_run(st, abs, fd, opts, &res, err);
 		if (r < 0)
-			return eos_error_prefix(err, r, "import '%s'", abs);
+			r = eos_error_prefix(err, r, "import '%s'", abs);
 	} else {
 		r = eos_import_tar(st, abs, fd, opts, &res, err);
-		if (r < 0)
-			return r;
 	}
-	if (ret)
-		*ret = res;
+	if (r < 0 || !ret) {
+		eos_import_result_release(&res);
+		return r < 0 ? r : 0;
+	}
+	*ret = res;
 	return 0;
 }

@@ -3,15 +3,17 @@
  * store/import: the parts of eos_store_import() shared by the directory walker (import.c) and the
  * tar reader (import-tar.c, over the libarchive wrapper store/archive.c).
  *
- * Both importers first scan their source completely (collecting every special or unreadable
- * file, so that one error lists them all), then open ONE change set that creates the sandbox,
- * stage directories and symlinks from the calling thread, hand file contents to a pool of worker
+ * Both importers first scan their source completely (collecting every unreadable file or file of
+ * an unknown type, so that one error lists them all, and every socket, which is skipped), then
+ * open ONE change set that creates the sandbox, stage directories, symlinks, fifos and devices
+ * from the calling thread, hand file contents to a pool of worker
  * threads (each calls eos_changeset_put_file_*(), which hashes, chunks, compresses and writes in
  * that thread), stage hard links once their targets are staged, and commit once. Nothing is
  * visible in the store until that single commit succeeds.
  *
  * Counting: files are the regular files staged with content, hardlinks the further names of
- * those files, dirs the directories below the root, bytes the file content sizes.
+ * those files, dirs the directories below the root, specials the fifos and devices, bytes the
+ * file content sizes.
  *
  * Files: import.c (source detection, directory walk, shared steps, host file access),
  * import-pool.c (problem lists, progress, worker pool), import-tar.c (archives).
@@ -53,6 +55,9 @@ int eos_import_problems_add(struct eos_import_problems *p, const char *path, con
 int eos_import_problems_fail(const struct eos_import_problems *p, int code, const char *singular,
 			     const char *plural, struct eos_error *err);
 void eos_import_problems_release(struct eos_import_problems *p);
+
+/* Append a copy of path to ret's skipped list (a socket the import leaves out). 0 or -ENOMEM. */
+int eos_import_skip(struct eos_import_result *ret, const char *path);
 
 /* --- progress --------------------------------------------------------------------------------- */
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "common/buf.h"
 #include "common/cleanup.h"
@@ -109,6 +110,18 @@ mk_whiteout(void)
 	return e;
 }
 
+/* A fifo (rdev 0) or a device. */
+static struct eos_entry
+mk_node(enum eos_kind kind, unsigned maj, unsigned min)
+{
+	struct eos_entry e = { 0 };
+
+	e.st.kind = kind;
+	e.st.attr = eos_test_attr(0620);
+	e.st.rdev = makedev(maj, min);
+	return e;
+}
+
 static void
 add_xattr(struct eos_entry *e, const char *name, const void *value, size_t len)
 {
@@ -134,6 +147,7 @@ check_same_entry(const struct eos_entry *a, const struct eos_entry *b)
 	ck_assert_uint_eq(a->st.floor, b->st.floor);
 	ck_assert_uint_eq(a->st.link_group, b->st.link_group);
 	ck_assert_uint_eq(a->st.size, b->st.size);
+	ck_assert_uint_eq(a->st.rdev, b->st.rdev);
 	ck_assert_int_eq(a->st.content.kind, b->st.content.kind);
 	ck_assert_uint_eq(a->st.content.size, b->st.content.size);
 	ck_assert(eos_digest_eq(&a->st.content.digest, &b->st.content.digest));
@@ -184,6 +198,12 @@ sample_entries(struct eos_entry *out)
 	out[n] = mk_symlink("../target with space/ü");
 	add_xattr(&out[n++], "trusted.x", "yz", 2);
 	out[n++] = mk_whiteout();
+	out[n++] = mk_node(EOS_KIND_FIFO, 0, 0);
+	out[n] = mk_node(EOS_KIND_CHR, 1, 3);
+	add_xattr(&out[n++], "security.selinux", "u:o:t", 5);
+	/* the widest numbers a dev_t holds */
+	out[n++] = mk_node(EOS_KIND_BLK, 0xffffffffu, 0xfffffffeu);
+	out[n++] = mk_node(EOS_KIND_CHR, 0, 0); /* overlayfs's whiteout device */
 	return n;
 }
 
@@ -398,6 +418,10 @@ START_TEST(test_record_encode_rejects)
 	ck_assert_int_eq(eos_entry_encode(&e, &b), -EINVAL);
 	e.st.kind = EOS_KIND_SYMLINK;
 	ck_assert_int_eq(eos_entry_encode(&e, &b), -EINVAL); /* no target */
+	e = mk_node(EOS_KIND_FIFO, 1, 3);
+	ck_assert_int_eq(eos_entry_encode(&e, &b), -EINVAL); /* a fifo has no device number */
+	e.st.kind = EOS_KIND_BLK + 1;
+	ck_assert_int_eq(eos_entry_encode(&e, &b), -EINVAL); /* no such kind */
 	ck_assert_uint_eq(b.len, 0);
 	eos_buf_release(&b);
 }
@@ -460,7 +484,7 @@ START_TEST(test_record_garbage)
 		eos_test_fill_random(buf, n, seed);
 		if (n > 4) { /* plausible headers reach deeper checks */
 			buf[0] = 1;
-			buf[1] = (uint8_t)(seed % 6);
+			buf[1] = (uint8_t)(seed % 9);
 			buf[2] = (uint8_t)((seed / 6) % 5);
 			buf[3] = 0;
 		}
@@ -494,16 +518,23 @@ check_patched_rejected(const struct eos_entry *e, size_t off, const void *p, siz
 START_TEST(test_record_rejects)
 {
 	struct eos_entry f = mk_file("abc"), d = mk_dir(0), s = mk_symlink("a\x01z");
+	struct eos_entry p = mk_node(EOS_KIND_FIFO, 0, 0), c = mk_node(EOS_KIND_CHR, 1, 3);
 	const size_t hdr = 4 + 12 + 32; /* fixed part */
 	uint8_t x[8];
 
 	check_patched_rejected(&f, 0, "\x02", 1); /* format */
 	check_patched_rejected(&f, 1, "\x00", 1); /* kind NONE */
-	check_patched_rejected(&f, 1, "\x05", 1); /* unknown kind */
-	check_patched_rejected(&f, 2, "\x00", 1); /* file without content */
-	check_patched_rejected(&f, 2, "\x04", 1); /* unknown content kind */
-	check_patched_rejected(&d, 2, "\x01", 1); /* directory with content */
-	check_patched_rejected(&f, 3, "\x01", 1); /* flags */
+	check_patched_rejected(&f, 1, "\x08", 1); /* unknown kind */
+	check_patched_rejected(&f, 1, "\x05", 1); /* a fifo with content */
+	check_patched_rejected(&p, 2, "\x01", 1); /* a fifo with content kind INLINE */
+	check_patched_rejected(&p, 1, "\x06", 1); /* a device without its number */
+	check_patched_rejected(&c, 1, "\x05", 1); /* a fifo with a device number */
+	eos_put_le64(x, 1);
+	check_patched_rejected(&c, 4 + 12 + 8, x, 8); /* a device with a size */
+	check_patched_rejected(&f, 2, "\x00", 1);     /* file without content */
+	check_patched_rejected(&f, 2, "\x04", 1);     /* unknown content kind */
+	check_patched_rejected(&d, 2, "\x01", 1);     /* directory with content */
+	check_patched_rejected(&f, 3, "\x01", 1);     /* flags */
 	eos_put_le64(x, 4);
 	check_patched_rejected(&f, 4 + 12 + 8, x, 8); /* size != inline length */
 	eos_put_le32(x, 257);
@@ -522,6 +553,28 @@ START_TEST(test_record_rejects)
 	eos_entry_release(&f);
 	eos_entry_release(&d);
 	eos_entry_release(&s);
+}
+END_TEST
+
+START_TEST(test_record_node_layout)
+{
+	struct eos_entry c = mk_node(EOS_KIND_CHR, 0x01020304, 0x0a0b0c0d), d = { 0 };
+	const size_t hdr = 4 + 12 + 32; /* fixed part */
+	struct eos_buf b;
+
+	/* kind 6, no content, size 0, then le32 major · le32 minor before the xattr count */
+	eos_buf_init(&b);
+	ck_assert_int_eq(eos_entry_encode(&c, &b), 0);
+	ck_assert_uint_eq(b.len, hdr + 8 + 4);
+	ck_assert_uint_eq(b.data[1], 6);
+	ck_assert_uint_eq(b.data[2], EOS_CONTENT_NONE);
+	ck_assert_uint_eq(eos_get_le32(b.data + hdr), 0x01020304);
+	ck_assert_uint_eq(eos_get_le32(b.data + hdr + 4), 0x0a0b0c0d);
+	ck_assert_int_eq(eos_entry_decode(b.data, b.len, 3, &d), 0);
+	ck_assert_uint_eq(major(d.st.rdev), 0x01020304);
+	ck_assert_uint_eq(minor(d.st.rdev), 0x0a0b0c0d);
+	eos_entry_release(&d);
+	eos_buf_release(&b);
 }
 END_TEST
 
@@ -1071,6 +1124,7 @@ entry_suite(void)
 	tcase_add_test(codec, test_record_garbage);
 	tcase_add_test(codec, test_record_rejects);
 	tcase_add_test(codec, test_record_symlink_limit);
+	tcase_add_test(codec, test_record_node_layout);
 	suite_add_tcase(s, codec);
 	tcase_set_timeout(mvcc, 60);
 	tcase_add_test(mvcc, test_lookup_versions);

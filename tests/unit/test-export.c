@@ -371,11 +371,16 @@ checkout_node(const char *sb, uint64_t v, const char *tree, const char *host,
 		target = store_target(sb, v, tree);
 		ck_assert_int_eq(symlink(target, host), 0);
 		break;
+	case EOS_KIND_FIFO:
+	case EOS_KIND_CHR:
+	case EOS_KIND_BLK:
+		ck_assert_int_eq(mknod(host, eos_kind_mode(s->kind) | 0600, (dev_t)s->rdev), 0);
+		break;
 	case EOS_KIND_NONE:
 	case EOS_KIND_WHITEOUT:
 		ck_abort_msg("unexpected kind");
 	}
-	if (s->kind != EOS_KIND_SYMLINK)
+	if (s->kind == EOS_KIND_DIR || s->kind == EOS_KIND_FILE)
 		checkout_xattrs(sb, v, tree, host);
 	set_attrs(host, s);
 }
