@@ -10,6 +10,8 @@
  * "lower" group works on files of DIR itself (the base tree) named by the --lower-* options.
  * Exit status: 0 when every check passed, 1 when one failed, 2 on a usage error.
  */
+#include "tests/integration/fs-conformance.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,9 +26,12 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -35,7 +40,6 @@
 #include "common/cleanup.h"
 
 enum {
-	MAX_PAIRS = 16,
 	MIB = 1024 * 1024,
 	APPEND_WRITERS = 4,
 	APPEND_RECORDS = 1000,
@@ -52,43 +56,10 @@ enum group_flags {
 	GROUP_LOWER = 1 << 2,	  /* runs on DIR itself, in both modes */
 };
 
-struct pair {
-	const char *a;
-	const char *b;
-};
-
-struct pairs {
-	struct pair v[MAX_PAIRS];
-	int n;
-};
-
-struct fsc {
-	int root;	  /* DIR */
-	int work;	  /* DIR/NAME */
-	int g;		  /* the running group's directory */
-	char gpath[4096]; /* its path */
-	char pathbuf[4096];
-	const char *dir;
-	const char *name;
-	const char *only;
-	const char *skip;
-	bool is_root;
-	bool read_only;
-	bool have_uid;
-	uid_t uid;
-	gid_t gid;
-	long big_mb;
-	long many;
-	struct pairs lower_files; /* REL=REF: content of REL equals the local file REF */
-	struct pairs lower_links; /* A=B: hard links of one inode */
-	struct pairs lower_write; /* REL=REF: append to REL, then it reads REF + marker */
-	struct pairs lower_dirs;  /* REL: renamed to REL.renamed, contents intact */
-};
-
 typedef int (*child_fn)(void *arg);
 
-static int tap_count;
-static int tap_failed;
+int tap_count;
+int tap_failed;
 static char notes[8192];
 static size_t notes_len;
 static char where[512] = ".";
@@ -138,7 +109,7 @@ info(const char *fmt, ...)
 }
 
 /* One TAP line; a failure prints the notes gathered by the steps since the last line. */
-__attribute__((format(printf, 2, 3))) static bool
+__attribute__((format(printf, 2, 3))) bool
 tap(bool pass, const char *fmt, ...)
 {
 	char desc[512];
@@ -159,7 +130,7 @@ tap(bool pass, const char *fmt, ...)
 	return pass;
 }
 
-static void
+void
 tap_skip(const char *desc, const char *reason)
 {
 	tap_count++;
@@ -170,7 +141,7 @@ tap_skip(const char *desc, const char *reason)
 }
 
 /* The call returned r >= 0. */
-static bool
+bool
 sc(long r, const char *op, const char *path)
 {
 	int e = errno;
@@ -182,7 +153,7 @@ sc(long r, const char *op, const char *path)
 }
 
 /* The call failed with want (or alt). */
-static bool
+bool
 se2(long r, int want, int alt, const char *op, const char *path)
 {
 	int e = errno;
@@ -197,13 +168,13 @@ se2(long r, int want, int alt, const char *op, const char *path)
 	return false;
 }
 
-static bool
+bool
 se(long r, int want, const char *op, const char *path)
 {
 	return se2(r, want, want, op, path);
 }
 
-static bool
+bool
 eq(long long got, long long want, const char *what, const char *path)
 {
 	if (got == want)
@@ -212,7 +183,7 @@ eq(long long got, long long want, const char *what, const char *path)
 	return false;
 }
 
-static bool
+bool
 eqo(unsigned got, unsigned want, const char *what, const char *path)
 {
 	if (got == want)
@@ -235,7 +206,7 @@ eq_errno(int got, int want, int alt, const char *what, const char *path)
 	return false;
 }
 
-static bool
+bool
 truth(bool cond, const char *what, const char *path)
 {
 	if (!cond)
@@ -245,7 +216,7 @@ truth(bool cond, const char *what, const char *path)
 
 /* --- file helpers --------------------------------------------------------------------------- */
 
-static bool
+bool
 write_all(int fd, const void *buf, size_t len, const char *path)
 {
 	const char *p = buf;
@@ -263,7 +234,7 @@ write_all(int fd, const void *buf, size_t len, const char *path)
 	return true;
 }
 
-static bool
+bool
 put_mode(int dfd, const char *path, const void *data, size_t len, mode_t mode)
 {
 	cleanup_close int fd = openat(dfd, path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, mode);
@@ -271,7 +242,7 @@ put_mode(int dfd, const char *path, const void *data, size_t len, mode_t mode)
 	return sc(fd, "create", path) && write_all(fd, data, len, path);
 }
 
-static bool
+bool
 put(int dfd, const char *path, const char *s)
 {
 	return put_mode(dfd, path, s, strlen(s), 0644);
@@ -314,13 +285,13 @@ has(int dfd, const char *path, const void *want, size_t len)
 	return sc(fd, "open", path) && fd_has(fd, want, len, path);
 }
 
-static bool
+bool
 has_str(int dfd, const char *path, const char *s)
 {
 	return has(dfd, path, s, strlen(s));
 }
 
-static bool
+bool
 lst(int dfd, const char *path, struct stat *st)
 {
 	return sc(fstatat(dfd, path, st, AT_SYMLINK_NOFOLLOW), "lstat", path);
@@ -335,7 +306,7 @@ gone(int dfd, const char *path)
 }
 
 /* openat must fail with want (or alt); an unexpected descriptor is closed. */
-static bool
+bool
 open_fails(int dfd, const char *path, int flags, int want, int alt)
 {
 	int fd = openat(dfd, path, flags | O_CLOEXEC, 0644);
@@ -362,7 +333,7 @@ ino_of(int dfd, const char *path)
 	return lst(dfd, path, &st) ? (long long)st.st_ino : -1;
 }
 
-static int
+int
 wait_child(pid_t pid)
 {
 	int status;
@@ -421,7 +392,7 @@ fmt(char *buf, size_t cap, const char *f, ...)
 }
 
 /* The path of name in the group's directory, for calls without an *at() form. */
-static const char *
+const char *
 path_in(struct fsc *t, const char *name)
 {
 	fmt(t->pathbuf, sizeof(t->pathbuf), "%s/%s", t->gpath, name);
@@ -1084,6 +1055,180 @@ g_fifo(struct fsc *t)
 	    "mknod S_IFIFO creates a fifo");
 }
 
+/* --- fifos, sockets and devices (left in place for the remount check) ------------------------ */
+
+static const char fifo_message[] = "through the fifo\n";
+
+/* A writer in a child process, a reader in this one: the data passes through the fifo. */
+static bool
+fifo_pass(struct fsc *t, const char *name)
+{
+	char buf[sizeof(fifo_message) + 8] = { 0 };
+	cleanup_close int fd = -1;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int w = openat(t->g, name, O_WRONLY | O_CLOEXEC);
+
+		_exit(w >= 0 && write(w, fifo_message, strlen(fifo_message)) ==
+					      (ssize_t)strlen(fifo_message)
+			      ? 0
+			      : CHILD_BROKEN);
+	}
+	fd = openat(t->g, name, O_RDONLY | O_CLOEXEC);
+	while (fd >= 0 && (n = read(fd, buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+		got += n;
+	return sc(pid, "fork", name) && sc(fd, "open O_RDONLY", name) &&
+	       eq_errno(wait_child(pid), 0, 0, "writer", name) &&
+	       truth(strcmp(buf, fifo_message) == 0, "the reader got the writer's bytes", name);
+}
+
+static bool
+node_is(int dfd, const char *name, mode_t type, unsigned mode, unsigned maj, unsigned min)
+{
+	struct stat st;
+
+	return lst(dfd, name, &st) && eqo(st.st_mode & S_IFMT, type, "type", name) &&
+	       eqo(st.st_mode & 07777, mode, "mode", name) &&
+	       eq(major(st.st_rdev), maj, "rdev major", name) &&
+	       eq(minor(st.st_rdev), min, "rdev minor", name) &&
+	       eq((long long)st.st_nlink, 1, "st_nlink", name) &&
+	       eq(st.st_uid, geteuid(), "st_uid", name) && eq(st.st_size, 0, "st_size", name);
+}
+
+static void
+nodes_fifo(struct fsc *t)
+{
+	tap(sc(mkfifoat(t->g, "pipe", 0640), "mkfifo", "pipe") &&
+		    sc(fchmodat(t->g, "pipe", 0640, 0), "chmod", "pipe") &&
+		    node_is(t->g, "pipe", S_IFIFO, 0640, 0, 0),
+	    "mkfifo: a fifo with its mode, owner, nlink 1 and no rdev");
+	tap(fifo_pass(t, "pipe"), "a writer and a reader in two processes talk through the fifo");
+	tap(sc(linkat(t->g, "pipe", t->g, "pipe.link", 0), "link", "pipe") &&
+		    nlink_is(t->g, "pipe", 2) && nlink_is(t->g, "pipe.link", 2) &&
+		    eq(ino_of(t->g, "pipe"), ino_of(t->g, "pipe.link"), "st_ino", "pipe.link") &&
+		    fifo_pass(t, "pipe.link"),
+	    "a hard link of the fifo is the same fifo (nlink 2, one inode)");
+}
+
+/*
+ * A Unix socket at name in the group's directory, bound and listening (listen) or connected:
+ * the fd, or -1 with errno. The name is used relative to the directory (socket paths are short).
+ */
+static int
+socket_at(struct fsc *t, const char *name, bool listen_on)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), r = -1, e;
+	cleanup_close int cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", name);
+	if (fd >= 0 && cwd >= 0 && fchdir(t->g) == 0)
+		r = listen_on ? bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ?: listen(fd, 4)
+			      : connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	e = errno;
+	if (cwd >= 0 && fchdir(cwd) < 0)
+		note("cannot return to the working directory");
+	if (r < 0 && fd >= 0) {
+		close(fd);
+		fd = -1;
+	}
+	errno = e;
+	return fd;
+}
+
+static void
+nodes_socket(struct fsc *t)
+{
+	cleanup_close int srv = socket_at(t, "sock", true), cli = -1, conn = -1;
+	char buf[8] = { 0 };
+	struct stat st;
+
+	tap(sc(srv, "bind", "sock") && lst(t->g, "sock", &st) &&
+		    truth(S_ISSOCK(st.st_mode), "S_ISSOCK", "sock") &&
+		    eq((long long)st.st_nlink, 1, "st_nlink", "sock") &&
+		    eq(st.st_uid, geteuid(), "st_uid", "sock"),
+	    "bind() of a Unix socket creates it in the directory");
+	cli = socket_at(t, "sock", false);
+	conn = srv >= 0 ? accept4(srv, NULL, NULL, SOCK_CLOEXEC) : -1;
+	tap(sc(cli, "connect", "sock") && sc(conn, "accept", "sock") &&
+		    write_all(cli, "ping", 4, "sock") &&
+		    eq(read(conn, buf, 4), 4, "read", "sock") &&
+		    truth(strcmp(buf, "ping") == 0, "the server got the client's bytes", "sock"),
+	    "a client connects to the socket and talks to the server");
+	close(TAKE_FD(srv));
+	close(TAKE_FD(cli));
+	cli = socket_at(t, "sock", false);
+	tap(se(cli, ECONNREFUSED, "connect", "sock"),
+	    "connect after the server closed -> ECONNREFUSED (the socket file stays)");
+}
+
+/* As --uid, in a directory open to everyone: no device, but a fifo of its own. */
+static int
+nodes_as_user(void *arg)
+{
+	struct fsc *t = arg;
+	struct stat st;
+
+	if (setgroups(0, NULL) < 0 || setgid(t->gid) < 0 || setuid(t->uid) < 0)
+		return CHILD_BROKEN;
+	if (mknodat(t->g, "open/null", S_IFCHR | 0666, makedev(1, 3)) == 0)
+		return CHILD_MISMATCH;
+	if (errno != EPERM)
+		return errno;
+	if (mkfifoat(t->g, "open/fifo", 0600) < 0 || fstatat(t->g, "open/fifo", &st, 0) < 0)
+		return errno;
+	return st.st_uid == t->uid && st.st_gid == t->gid ? 0 : CHILD_MISMATCH;
+}
+
+static void
+nodes_devices(struct fsc *t)
+{
+	struct stat st;
+
+	if (!t->is_root) {
+		tap(se(mknodat(t->g, "null", S_IFCHR | 0666, makedev(1, 3)), EPERM, "mknod",
+		       "null") &&
+			    se(mknodat(t->g, "loop", S_IFBLK | 0600, makedev(7, 0)), EPERM, "mknod",
+			       "loop") &&
+			    gone(t->g, "null") && gone(t->g, "loop"),
+		    "mknod of a device without CAP_MKNOD -> EPERM");
+		return;
+	}
+	tap(sc(mknodat(t->g, "null", S_IFCHR | 0640, makedev(1, 3)), "mknod", "null") &&
+		    sc(fchmodat(t->g, "null", 0640, 0), "chmod", "null") &&
+		    node_is(t->g, "null", S_IFCHR, 0640, 1, 3),
+	    "mknod of a character device (1:3) as root");
+	tap(sc(mknodat(t->g, "loop", S_IFBLK | 0600, makedev(7, 0)), "mknod", "loop") &&
+		    node_is(t->g, "loop", S_IFBLK, 0600, 7, 0),
+	    "mknod of a block device (7:0) as root");
+	tap(sc(fchownat(t->g, "loop", 12, 34, AT_SYMLINK_NOFOLLOW), "chown", "loop") &&
+		    lst(t->g, "loop", &st) && eq(st.st_uid, 12, "st_uid", "loop") &&
+		    eq(st.st_gid, 34, "st_gid", "loop") &&
+		    eq(major(st.st_rdev), 7, "major", "loop"),
+	    "chown of a device keeps its number");
+	if (!t->have_uid) {
+		tap_skip("mknod of a device as another user", "running as root without --uid");
+		return;
+	}
+	tap(sc(mkdirat(t->g, "open", 0777), "mkdir", "open") &&
+		    sc(fchmodat(t->g, "open", 0777, 0), "chmod", "open") &&
+		    eq_errno(in_child(nodes_as_user, t), 0, 0, "mknod as --uid", "open/null"),
+	    "as uid %u: mknod of a device -> EPERM, mkfifo gives a fifo of its own",
+	    (unsigned)t->uid);
+}
+
+static void
+g_nodes(struct fsc *t)
+{
+	nodes_fifo(t);
+	nodes_socket(t);
+	nodes_devices(t);
+}
+
 /* --- attributes and inode numbers ---------------------------------------------------------- */
 
 static bool
@@ -1152,7 +1297,13 @@ attrs_modes(struct fsc *t)
 		    lst(t->g, "sticky", &st) && eqo(st.st_mode & 07777, 01777, "mode", "sticky"),
 	    "chmod sets the sticky bit on a directory");
 	if (!t->is_root) {
-		tap_skip("chown to another uid", "needs root");
+		tap(sc(fchownat(t->g, "m", geteuid(), getegid(), 0), "chown", "m") &&
+			    lst(t->g, "m", &st) && eq(st.st_uid, geteuid(), "st_uid", "m") &&
+			    eq(st.st_gid, getegid(), "st_gid", "m") &&
+			    se(fchownat(t->g, "m", geteuid() == 12345 ? 12346 : 12345, (gid_t)-1,
+					0),
+			       EPERM, "chown", "m"),
+		    "chown (unprivileged) to its own ids works, to another uid -> EPERM");
 		return;
 	}
 	tap(sc(fchownat(t->g, "m", 12345, 23456, 0), "chown", "m") && lst(t->g, "m", &st) &&
@@ -1871,139 +2022,6 @@ g_locks(struct fsc *t)
 	    "open file description locks conflict between two opens of one process");
 }
 
-/* --- permissions as an unprivileged user ------------------------------------------------------ */
-
-static void
-perm_own(struct fsc *t)
-{
-	tap(put_mode(t->g, "p0000", "z", 1, 0) &&
-		    open_fails(t->g, "p0000", O_RDONLY, EACCES, EACCES),
-	    "open of an own mode 0000 file -> EACCES");
-	tap(put_mode(t->g, "p0444", "r", 1, 0444) &&
-		    open_fails(t->g, "p0444", O_WRONLY, EACCES, EACCES) &&
-		    has_str(t->g, "p0444", "r"),
-	    "open for write of a 0444 file -> EACCES, read works");
-	tap(se(truncate(path_in(t, "p0444"), 0), EACCES, "truncate", "p0444") &&
-		    se(faccessat(t->g, "p0444", W_OK, 0), EACCES, "access W_OK", "p0444"),
-	    "truncate and access(W_OK) of a 0444 file -> EACCES");
-	tap(sc(mkdirat(t->g, "d0555", 0755), "mkdir", "d0555") && put(t->g, "d0555/x", "x") &&
-		    sc(fchmodat(t->g, "d0555", 0555, 0), "chmod", "d0555") &&
-		    open_fails(t->g, "d0555/new", O_CREAT | O_WRONLY, EACCES, EACCES) &&
-		    se(mkdirat(t->g, "d0555/sub", 0755), EACCES, "mkdir", "d0555/sub") &&
-		    se(unlinkat(t->g, "d0555/x", 0), EACCES, "unlink", "d0555/x") &&
-		    se(renameat(t->g, "d0555/x", t->g, "moved"), EACCES, "rename", "d0555/x"),
-	    "create, mkdir, unlink and rename in a 0555 directory -> EACCES");
-	tap(sc(mkdirat(t->g, "d0600", 0755), "mkdir", "d0600") && put(t->g, "d0600/x", "x") &&
-		    sc(fchmodat(t->g, "d0600", 0600, 0), "chmod", "d0600") &&
-		    se(faccessat(t->g, "d0600/x", F_OK, AT_EACCESS), EACCES, "access", "d0600/x") &&
-		    open_fails(t->g, "d0600/x", O_RDONLY, EACCES, EACCES),
-	    "lookup in a directory without search permission -> EACCES");
-	tap(sc(mkdirat(t->g, "d0300", 0755), "mkdir", "d0300") && put(t->g, "d0300/x", "x") &&
-		    sc(fchmodat(t->g, "d0300", 0300, 0), "chmod", "d0300") &&
-		    open_fails(t->g, "d0300", O_RDONLY | O_DIRECTORY, EACCES, EACCES) &&
-		    has_str(t->g, "d0300/x", "x"),
-	    "opendir of a directory without read permission -> EACCES, lookup works");
-	tap(se(fchownat(t->g, "p0444", 0, (gid_t)-1, 0), EPERM, "chown", "p0444"),
-	    "chown of an own file to root -> EPERM");
-	tap(se2(setxattr(path_in(t, "p0444"), "trusted.eos", "x", 1, 0), EPERM, ENOTSUP, "setxattr",
-		"p0444"),
-	    "setxattr trusted.* as non-root -> EPERM or ENOTSUP");
-	fchmodat(t->g, "d0555", 0755, 0);
-	fchmodat(t->g, "d0600", 0755, 0);
-	fchmodat(t->g, "d0300", 0755, 0);
-}
-
-static void
-perm_other(struct fsc *t)
-{
-	const struct timespec ts[2] = { { 1, 0 }, { 2, 0 } };
-
-	tap(open_fails(t->g, "r0600", O_RDONLY, EACCES, EACCES),
-	    "open of root's 0600 file -> EACCES");
-	tap(has_str(t->g, "r0644", "public") && open_fails(t->g, "r0644", O_WRONLY, EACCES, EACCES),
-	    "root's 0644 file: read works, write -> EACCES");
-	tap(se(fchmodat(t->g, "r0644", 0777, 0), EPERM, "chmod", "r0644") &&
-		    se(fchownat(t->g, "r0644", getuid(), (gid_t)-1, 0), EPERM, "chown", "r0644"),
-	    "chmod and chown of root's file -> EPERM");
-	tap(se(utimensat(t->g, "r0666", ts, 0), EPERM, "utimensat", "r0666") &&
-		    sc(utimensat(t->g, "r0666", NULL, 0), "utimensat now", "r0666") &&
-		    se(utimensat(t->g, "r0644", NULL, 0), EACCES, "utimensat now", "r0644"),
-	    "utimensat: explicit times on another's file -> EPERM; now needs write access");
-	tap(open_fails(t->g, "rdir/new", O_CREAT | O_WRONLY, EACCES, EACCES),
-	    "create in root's 0755 directory -> EACCES");
-	tap(se(unlinkat(t->g, "sticky/rootfile", 0), EPERM, "unlink", "sticky/rootfile") &&
-		    se(renameat(t->g, "sticky/rootfile", t->g, "sticky/moved"), EPERM, "rename",
-		       "sticky/rootfile"),
-	    "unlink and rename of root's file in a sticky directory -> EPERM");
-	tap(put(t->g, "sticky/rootfile", "written") && put(t->g, "sticky/mine", "mine") &&
-		    sc(unlinkat(t->g, "sticky/mine", 0), "unlink", "sticky/mine"),
-	    "in a sticky directory: write a 0666 file of root's, create and unlink an own file");
-}
-
-static bool
-perm_fixtures(struct fsc *t)
-{
-	return sc(fchmod(t->g, 0777), "chmod", ".") && put_mode(t->g, "r0600", "secret", 6, 0600) &&
-	       put_mode(t->g, "r0644", "public", 6, 0644) &&
-	       put_mode(t->g, "r0666", "all", 3, 0666) &&
-	       sc(mkdirat(t->g, "rdir", 0755), "mkdir", "rdir") &&
-	       sc(mkdirat(t->g, "sticky", 0755), "mkdir", "sticky") &&
-	       sc(fchmodat(t->g, "sticky", 01777, 0), "chmod", "sticky") &&
-	       put_mode(t->g, "sticky/rootfile", "r", 1, 0666);
-}
-
-/* Root: drop to --uid in a child that prints its own TAP lines and reports its counts. */
-static void
-perm_dropped(struct fsc *t)
-{
-	int p[2], counts[2];
-	pid_t pid;
-
-	if (!tap(perm_fixtures(t) && sc(pipe2(p, O_CLOEXEC), "pipe", "-"),
-		 "root prepares files of its own for uid %u", (unsigned)t->uid))
-		return;
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		close(p[0]);
-		if (tap(sc(setgroups(0, NULL), "setgroups", "-") &&
-				sc(setgid(t->gid), "setgid", "-") &&
-				sc(setuid(t->uid), "setuid", "-") &&
-				eq(geteuid(), t->uid, "euid", "-"),
-			"drop privileges to uid %u gid %u", (unsigned)t->uid, (unsigned)t->gid)) {
-			perm_own(t);
-			perm_other(t);
-		}
-		counts[0] = tap_count;
-		counts[1] = tap_failed;
-		_exit(write(p[1], counts, sizeof(counts)) == sizeof(counts) ? 0 : 1);
-	}
-	close(p[1]);
-	if (pid > 0 && read(p[0], counts, sizeof(counts)) == sizeof(counts)) {
-		tap_count = counts[0];
-		tap_failed = counts[1];
-	} else {
-		tap(false, "the unprivileged child reports its results");
-	}
-	close(p[0]);
-	if (pid > 0)
-		wait_child(pid);
-}
-
-static void
-g_perm(struct fsc *t)
-{
-	if (!t->is_root) {
-		perm_own(t);
-		tap_skip("permission checks against another owner's files",
-			 "needs root to create them (run as root with --uid)");
-	} else if (t->have_uid) {
-		perm_dropped(t);
-	} else {
-		tap_skip("permission bits as a non-root user", "running as root without --uid");
-	}
-}
-
 /* --- the lower layer (files of DIR given by the options) -------------------------------------- */
 
 static bool
@@ -2276,6 +2294,7 @@ static const struct fsc_group groups[] = {
 	{ "hardlink", g_hardlink, GROUP_WRITE },
 	{ "openunlink", g_openunlink, GROUP_WRITE },
 	{ "fifo", g_fifo, GROUP_WRITE },
+	{ "nodes", g_nodes, GROUP_WRITE },
 	{ "attrs", g_attrs, GROUP_WRITE },
 	{ "ino", g_ino, GROUP_WRITE },
 	{ "readdir", g_readdir, GROUP_WRITE },
@@ -2372,7 +2391,7 @@ usage(FILE *out)
 	      "  --big-mb N         size of the big file in MiB (default 1024; 0: none)\n"
 	      "  --many N           entries of the big directory (default 100000; 0: none)\n"
 	      "  --uid USER|N       as root: run the permission group in a child that\n"
-	      "                     drops to this uid (without it root skips the group)\n"
+	      "                     drops to this uid (default: nobody)\n"
 	      "  --gid N            the child's gid (default: the user's group, else uid)\n"
 	      "  --read-only        DIR is a read-only mount: writes must fail with\n"
 	      "                     EROFS; runs only the lower and readonly groups\n"

@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: MIT
 #
 # The session view against fs-conformance (TAP): import a small base tree, mount a session with
-# eosfs and run every conformance group on it as root (the permission group in a child dropped
-# to the unprivileged user), change the view from the shell too, then unmount, remount and check
-# that the delta survived byte for byte, that version 1 in the store is untouched, that a
-# read-only mount of version 1 refuses writes with EROFS, that eosfs refuses a held store, a
-# non-empty or missing mountpoint, an unknown sandbox and an unknown version with a clear
-# message, and finally the whole suite again as the unprivileged user on a store and a mount of
-# its own.
+# eosfs's default options and run every conformance group on it as root (the permission group
+# in a child dropped to the unprivileged user, against root's mount), change the view from the
+# shell too, then unmount, remount and check that the delta survived byte for byte, that
+# version 1 in the store is untouched, that a read-only mount of version 1 refuses writes with
+# EROFS, that eosfs refuses a held store, a non-empty or missing mountpoint, an unknown sandbox
+# and an unknown version with a clear message, and finally the whole suite again as the
+# unprivileged user on a store of its own, imported from root's copy of the base tree (with
+# root's owners and a set-user-ID file), which the user's mount shows as the user's.
 #
 # Environment: EOS_FSC_BIG_MB (default 1024) and EOS_FSC_MANY (default 100000) size the big file
 # and the many-entry directory of the root run; the unprivileged run uses 64 MiB and 10 000.
@@ -112,6 +113,26 @@ manifest_times() {
 	(cd "$1" && find . -printf '%p %T@\n' | LC_ALL=C sort)
 }
 
+# The fifos, sockets and devices the nodes group left in $1/conf/nodes: type, mode, owner,
+# device number, links and inode (all of them created in the session, so inodes are kept).
+nodes_manifest() {
+	(cd "$1/conf/nodes" && find . -mindepth 1 -exec stat -c '%n %F %a %u %g %t:%T %h %i' {} + |
+		LC_ALL=C sort)
+}
+
+# Connecting to the socket $1 fails with ECONNREFUSED: it exists, and nobody listens.
+socket_refused() {
+	python3 - "$1" <<'EOF'
+import errno, socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    sys.exit(0 if e.errno == errno.ECONNREFUSED else 1)
+sys.exit(1)
+EOF
+}
+
 # Both files are equal; on a difference, the first lines of the diff become diagnostics.
 same_files() {
 	cmp -s "$1" "$2" && return 0
@@ -137,7 +158,7 @@ test_root_session() {
 	local args=() lower
 	mapfile -t lower < <(lower_args "$SRC")
 	((EUID == 0)) && args=(--uid "$EOS_TEST_USER")
-	if ! fs_mount "$M" "$S" base s1 "${MOUNT_OPTS[@]}"; then
+	if ! fs_mount "$M" "$S" base s1; then
 		not_ok "mount session s1 of the base"
 		return 1
 	fi
@@ -147,6 +168,7 @@ test_root_session() {
 	check "change the view from the shell" shell_changes "$M"
 	manifest "$M" >"$T/before.manifest"
 	manifest_times "$M" >"$T/before.times"
+	nodes_manifest "$M" >"$T/before.nodes"
 	mkdir -p "$T/mnt2"
 	run timeout 30 "$EOSFS_BIN" --store "$S" --sandbox base --session s2 "$T/mnt2"
 	expect_refusal "$(cat "$M.pid")" "a second eosfs on a held store is refused naming the pid"
@@ -166,6 +188,11 @@ test_remount() {
 		same_files "$T/before.manifest" "$T/after.manifest"
 	check "after the remount: every mtime is identical" \
 		same_files "$T/before.times" "$T/after.times"
+	nodes_manifest "$M" >"$T/after.nodes"
+	check "after the remount: fifos, sockets and devices keep type, mode, owner, rdev, links" \
+		same_files "$T/before.nodes" "$T/after.nodes"
+	check "after the remount: the socket is there and refuses connections (no listener)" \
+		socket_refused "$M/conf/nodes/sock"
 	check "a file created before the remount has its content" \
 		grep -qx 'created before the remount' "$M/wrapper-new.txt"
 	{ cat "$SRC/modify-me.txt" && printf '%s\n' "$WRITE_MARKER"; } >"$want"
@@ -282,7 +309,7 @@ test_refusals() {
 help_ok() {
 	local o
 	((rc == 0)) || return 1
-	for o in --store --sandbox --session --version --read-only --pid-file -f -o; do
+	for o in --store --sandbox --session --version --read-only --pid-file --owners -f -o; do
 		[[ $out == *"$o"* ]] || {
 			diag "'$o' is missing from eosfs --help"
 			return 1
@@ -320,6 +347,20 @@ prepare_user() {
 	mkdir -p "$U" && chown "$EOS_TEST_USER:" "$U"
 }
 
+# A copy of the base tree $1 at $2 with root's owners, plus a set-user-ID root file.
+root_copy() {
+	cp -a "$1" "$2" && printf '#!/bin/sh\n' >"$2/setuid-tool" && chmod 04755 "$2/setuid-tool"
+}
+
+# The user sees every file of root's tree at $1 as its own, the set-user-ID bit as recorded.
+user_owns_view() {
+	local me others
+	me=$(as_user id -u)
+	others=$(as_user find "$1" ! -uid "$me" -o ! -gid "$(as_user id -g)")
+	[[ -z $others ]] || { diag "not the user's:" "$others" && return 1; }
+	[[ $(as_user stat -c '%u %a' "$1/setuid-tool") == "$me 4755" ]]
+}
+
 # The whole suite as the unprivileged user, on a store and a mount that user owns.
 test_unprivileged() {
 	local lower
@@ -333,9 +374,10 @@ test_unprivileged() {
 		diag "make the build tree readable (scripts/test does chmod -R o+rX)"
 		return 1
 	fi
-	check "'$EOS_TEST_USER' copies the base tree" as_user cp -a "$SRC" "$U/src"
+	check "root copies the base tree for '$EOS_TEST_USER', with a set-user-ID file" \
+		root_copy "$SRC" "$U/src"
 	run as_user "$EOS_STORE_BIN" --store "$U/store" import "$U/src" --sandbox base
-	expect_rc 0 "'$EOS_TEST_USER' imports the base into a store of its own"
+	expect_rc 0 "'$EOS_TEST_USER' imports root's copy into a store of its own"
 	as_user mkdir -p "$U/mnt"
 	run as_user timeout 30 "$EOSFS_BIN" --store "$U/store" --sandbox base --session u1 \
 		--pid-file "$U/mnt.pid" "$U/mnt"
@@ -346,11 +388,36 @@ test_unprivileged() {
 		return 1
 	fi
 	ok "'$EOS_TEST_USER' mounts a session (through fusermount3)"
+	check "the user's view shows root's files as the user's, set-user-ID bit included" \
+		user_owns_view "$U/mnt"
 	mapfile -t lower < <(lower_args "$U/src")
 	run_conformance unprivileged as_user "${RUN_LIMIT[@]}" "$FSC_BIN" --name conf --big-mb 64 \
 		--many 10000 "${lower[@]}" "$U/mnt"
+	user_nodes_manifest "$U/mnt" >"$T/user-before.nodes"
 	check "unmount the unprivileged session" fs_umount "$U/mnt"
 	check "the unprivileged session is gone from the mount table" not_in_mount_table "$U/mnt"
+	test_user_remount
+}
+
+# nodes_manifest as the unprivileged user (root may not look into that user's FUSE mount).
+user_nodes_manifest() {
+	as_user bash -c "$(declare -f nodes_manifest); nodes_manifest \"\$1\"" sh "$1"
+}
+
+# The unprivileged session again: its fifos and sockets came back as they were.
+test_user_remount() {
+	run as_user timeout 30 "$EOSFS_BIN" --store "$U/store" --sandbox base --session u1 \
+		--pid-file "$U/mnt.pid" "$U/mnt"
+	if [[ $rc != 0 ]] || ! user_wait_mounted "$U/mnt"; then
+		not_ok "'$EOS_TEST_USER' remounts its session"
+		show_run
+		return 1
+	fi
+	ok "'$EOS_TEST_USER' remounts its session"
+	user_nodes_manifest "$U/mnt" >"$T/user-after.nodes"
+	check "after the unprivileged remount: fifos and sockets keep type, mode, owner, links" \
+		same_files "$T/user-before.nodes" "$T/user-after.nodes"
+	check "unmount the remounted unprivileged session" fs_umount "$U/mnt"
 }
 
 # fs_cleanup asks mountpoint(1), which root cannot for another user's FUSE mount: unmount those
@@ -373,8 +440,6 @@ main() {
 	M=$T/mnt
 	R=$T/ro
 	U=$T/user
-	MOUNT_OPTS=()
-	((EUID == 0)) && MOUNT_OPTS=(-o allow_other)
 	make_base "$SRC"
 	run eos_store --store "$S" import "$SRC" --sandbox base
 	expect_rc 0 "import the base tree as sandbox 'base'"
