@@ -49,20 +49,30 @@ eos_copyup_record(struct eos_view *v, struct eos_node *n)
 
 /* n (locked) gets its record; p (locked) a dirent for it when n is still linked there. */
 static int
-make_upper(struct eos_view *v, struct eos_node *p, struct eos_node *n, const char *name)
+make_upper(struct eos_view *v, struct eos_node *p, struct eos_node *n, const char *name,
+	   bool freeing)
 {
-	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
-	int r = eos_copyup_record(v, n);
+	struct eos_txn t = { 0 };
+	int r = eos_txn_begin(v, &t);
 
-	r = r ?: eos_delta_batch(v, &b);
-	r = r ?: eos_delta_put_node(v, n, b);
+	if (r == 0 && freeing)
+		eos_session_batch_freeing(t.b);
+	r = r ?: eos_txn_save(&t, n);
+	r = r ?: eos_copyup_record(v, n);
+	r = r ?: eos_delta_put_node(v, n, t.b);
 	if (r == 0 && n->nlink > 0)
-		r = eos_dir_set(v, p, name, n->ino, b);
-	return r ?: eos_delta_commit(v, b, false);
+		r = eos_txn_dirent(&t, p, name, n->ino);
+	return eos_txn_end(&t, r);
 }
 
 int
 eos_copyup_meta(struct eos_view *v, struct eos_node *n)
+{
+	return eos_copyup_meta_for(v, n, false);
+}
+
+int
+eos_copyup_meta_for(struct eos_view *v, struct eos_node *n, bool freeing)
 {
 	for (;;) {
 		cleanup_free char *name = NULL;
@@ -79,13 +89,13 @@ eos_copyup_meta(struct eos_view *v, struct eos_node *n)
 		p = eos_node_get(v, parent);
 		if (!p)
 			return -EIO;
-		r = eos_copyup_meta(v, p);
+		r = eos_copyup_meta_for(v, p, freeing);
 		if (r < 0)
 			return r;
 		pthread_mutex_lock(&p->lock);
 		pthread_mutex_lock(&n->lock);
 		bool moved = n->parent != parent || strcmp(n->name, name) != 0;
-		r = moved || n->flags & EOS_NODE_UPPER ? 0 : make_upper(v, p, n, name);
+		r = moved || n->flags & EOS_NODE_UPPER ? 0 : make_upper(v, p, n, name, freeing);
 		pthread_mutex_unlock(&n->lock);
 		pthread_mutex_unlock(&p->lock);
 		if (!moved)
@@ -137,7 +147,8 @@ copy_content(struct eos_view *v, struct eos_node *n, int fd)
 
 	if (!buf)
 		return -ENOMEM;
-	r = eos_store_file_open_content(v->store, &n->lst->content, &f, NULL);
+	r = eos_fs_room(v, n->size);
+	r = r ?: eos_store_file_open_content(v->store, &n->lst->content, &f, NULL);
 	while (r == 0 && off < n->size) {
 		ssize_t got = eos_file_pread(f, buf, COPY_BLOCK, off, NULL);
 
@@ -155,6 +166,7 @@ eos_copyup_data(struct eos_view *v, struct eos_node *n, bool truncate)
 {
 	char name[32];
 	cleanup_close int fd = -1;
+	uint8_t kind = EOS_JCOPYUP_EMPTY;
 	int r = 0;
 
 	if (n->flags & EOS_NODE_DATA)
@@ -163,10 +175,13 @@ eos_copyup_data(struct eos_view *v, struct eos_node *n, bool truncate)
 	fd = openat(v->data_dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return eos_neg_errno();
-	if (!truncate && n->lst && n->size >= EOS_PARTIAL_MIN)
+	if (!truncate && n->lst && n->size >= EOS_PARTIAL_MIN) {
+		kind = EOS_JCOPYUP_PARTIAL;
 		r = eos_partial_begin(v, n, fd); /* copy nothing now: writes mark what they cover */
-	else if (!truncate && n->lst && n->size > 0)
+	} else if (!truncate && n->lst && n->size > 0) {
+		kind = EOS_JCOPYUP_FULL;
 		r = copy_content(v, n, fd);
+	}
 	if (r < 0) {
 		unlinkat(v->data_dirfd, name, 0);
 		eos_log_error("session '%s': copy-up of '%s' failed: %s", v->session,
@@ -179,5 +194,7 @@ eos_copyup_data(struct eos_view *v, struct eos_node *n, bool truncate)
 		close(n->data_fd);
 	n->data_fd = TAKE_FD(fd);
 	n->flags |= EOS_NODE_DATA | EOS_NODE_DIRTY;
+	/* persisted with the next journal record or node record (the data file is complete) */
+	n->jcopyup = kind;
 	return 0;
 }

@@ -70,27 +70,51 @@ eos_dir_lower_has(struct eos_view *v, struct eos_node *p, const char *name)
 }
 
 int
-eos_dir_set(struct eos_view *v, struct eos_node *p, const char *name, uint64_t value,
-	    struct eos_session_batch *b)
+eos_dir_slot(struct eos_node *p, const char *name)
 {
 	union eos_hashmap_value *slot;
 	int r = eos_hashmap_get_or_insert(&p->dirents, name, strlen(name), &slot);
+
+	if (r == 1)
+		p->dirents_absent++; /* a new slot is EOS_DIRENT_ABSENT: the same as none */
+	return r < 0 ? r : 0;
+}
+
+void
+eos_dir_apply(struct eos_view *v, struct eos_node *p, const char *name, uint64_t value)
+{
+	union eos_hashmap_value *slot = eos_hashmap_find(&p->dirents, name, strlen(name));
 	bool linked = value != EOS_DIRENT_ABSENT && value != EOS_DIRENT_WHITEOUT;
 	struct eos_node *n = linked ? eos_node_get(v, value) : NULL;
 
-	if (r < 0)
-		return r;
-	slot->u64 = value;
+	if (slot) {
+		if (slot->u64 == EOS_DIRENT_ABSENT && value != EOS_DIRENT_ABSENT)
+			p->dirents_absent--;
+		else if (slot->u64 != EOS_DIRENT_ABSENT && value == EOS_DIRENT_ABSENT)
+			p->dirents_absent++;
+		slot->u64 = value;
+	}
 	eos_dirlist_update(p, name, n ? value : 0, n ? n->mode & S_IFMT : 0);
-	return eos_delta_put_dirent(p, name, value, b);
 }
 
-int
-eos_dir_drop(struct eos_view *v, struct eos_node *p, const char *name, struct eos_session_batch *b)
+static bool
+dirent_present(const union eos_hashmap_value *v, void *ctx)
 {
-	uint64_t value = eos_dir_lower_has(v, p, name) ? EOS_DIRENT_WHITEOUT : EOS_DIRENT_ABSENT;
+	(void)ctx;
+	return v->u64 != EOS_DIRENT_ABSENT;
+}
 
-	return eos_dir_set(v, p, name, value, b);
+void
+eos_dir_tidy(struct eos_node *p)
+{
+	enum {
+		TIDY_MIN = 64
+	};
+
+	if (p->dirents_absent < TIDY_MIN || p->dirents_absent * 2 < eos_hashmap_count(&p->dirents))
+		return;
+	if (eos_hashmap_compact(&p->dirents, dirent_present, NULL) == 0)
+		p->dirents_absent = 0;
 }
 
 /* --- listings --------------------------------------------------------------------------------- */
@@ -167,10 +191,7 @@ walk_lower_one(void *ctx, const char *name, const struct eos_stat *st)
 		return -ENOMEM;
 	if (eos_node_identity(w->v, path, st->link_group, &ino) < 0)
 		return -ENOMEM;
-	return snap_add(w->snap, name, ino,
-			st->kind == EOS_KIND_DIR       ? S_IFDIR
-			: st->kind == EOS_KIND_SYMLINK ? S_IFLNK
-						       : S_IFREG);
+	return snap_add(w->snap, name, ino, eos_node_kind_type(st->kind));
 }
 
 static int

@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/path.h"
 
 #include "fs/view-internal.h"
 
@@ -22,23 +24,48 @@ wants_write(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
-/* n (locked) becomes size bytes long; its data file exists afterwards. */
+/* n (locked) will be size bytes long: its data file exists after this (copied up). */
 static int
-truncate_locked(struct eos_view *v, struct eos_node *n, uint64_t size)
+truncate_prepare(struct eos_view *v, struct eos_node *n, uint64_t size)
 {
 	int r = eos_copyup_data(v, n, size == 0);
 
-	r = r ?: eos_data_open(v, n);
-	if (r < 0)
-		return r;
-	if (ftruncate(n->data_fd, (off_t)size) < 0)
-		return eos_neg_errno();
+	return r ?: eos_data_open(v, n);
+}
+
+/* The truncation in n's (locked) fields; the data file follows once they are recorded. */
+static void
+truncate_fields(struct eos_node *n, uint64_t size)
+{
 	eos_partial_truncate(n, size);
 	n->size = size;
 	eos_writelog_truncate(&n->log, size);
 	n->flags |= EOS_NODE_LOG_DIRTY;
 	eos_node_touch(n, true);
-	return 0;
+}
+
+static int
+truncate_data(struct eos_node *n)
+{
+	return ftruncate(n->data_fd, (off_t)n->size) < 0 ? eos_neg_errno() : 0;
+}
+
+/* Truncate n (locked) to size: recorded first, so a failure changes nothing. */
+static int
+truncate_locked(struct eos_view *v, struct eos_node *n, uint64_t size)
+{
+	struct eos_txn t = { 0 };
+	int r = truncate_prepare(v, n, size);
+
+	r = r ?: eos_txn_begin(v, &t);
+	r = r ?: eos_txn_save(&t, n);
+	r = r ?: eos_txn_save_logs(&t, n);
+	if (r == 0) {
+		truncate_fields(n, size);
+		r = eos_delta_put_node(v, n, t.b);
+	}
+	r = eos_txn_end(&t, r);
+	return r ?: truncate_data(n);
 }
 
 static void
@@ -58,18 +85,11 @@ set_times(struct eos_node *n, const struct stat *a, unsigned valid)
 	n->ctime = valid & EOS_SET_CTIME ? a->st_ctim : now;
 }
 
-static int
-setattr_locked(struct eos_view *v, struct eos_node *n, const struct stat *a, unsigned valid)
+static void
+set_fields(struct eos_node *n, const struct stat *a, unsigned valid)
 {
-	int r = 0;
-
-	if (valid & EOS_SET_SIZE) {
-		if (!S_ISREG(n->mode))
-			return eos_node_is_dir(n) ? -EISDIR : -EINVAL;
-		r = truncate_locked(v, n, (uint64_t)a->st_size);
-		if (r < 0)
-			return r;
-	}
+	if (valid & EOS_SET_SIZE)
+		truncate_fields(n, (uint64_t)a->st_size);
 	if (valid & EOS_SET_MODE)
 		n->mode = (n->mode & S_IFMT) | (a->st_mode & 07777);
 	if (valid & EOS_SET_UID)
@@ -82,7 +102,29 @@ setattr_locked(struct eos_view *v, struct eos_node *n, const struct stat *a, uns
 		n->flags |= EOS_NODE_META_CHANGED;
 	set_times(n, a, valid);
 	n->flags |= EOS_NODE_DIRTY;
-	return eos_delta_flush_node(v, n, false);
+}
+
+/* The change is recorded before it is made: a failure (a full disk) changes nothing. */
+static int
+setattr_locked(struct eos_view *v, struct eos_node *n, const struct stat *a, unsigned valid)
+{
+	bool size = valid & EOS_SET_SIZE;
+	struct eos_txn t = { 0 };
+	int r = 0;
+
+	if (size && !S_ISREG(n->mode))
+		return eos_node_is_dir(n) ? -EISDIR : -EINVAL;
+	if (size)
+		r = truncate_prepare(v, n, (uint64_t)a->st_size);
+	r = r ?: eos_txn_begin(v, &t);
+	r = r ?: eos_txn_save(&t, n);
+	r = r ?: (size ? eos_txn_save_logs(&t, n) : 0);
+	if (r == 0) {
+		set_fields(n, a, valid);
+		r = eos_delta_put_node(v, n, t.b);
+	}
+	r = eos_txn_end(&t, r);
+	return r == 0 && size ? truncate_data(n) : r;
 }
 
 int
@@ -183,10 +225,12 @@ open_locked(struct eos_view *v, struct eos_node *n, struct eos_handle *h)
 	int r = 0;
 
 	/* no copy-up here: the first write copies (an open that never writes costs nothing) */
-	if (h->flags & O_TRUNC && S_ISREG(n->mode) && n->size > 0)
+	if (h->flags & O_TRUNC && S_ISREG(n->mode) && n->size > 0) {
 		r = truncate_locked(v, n, 0);
-	else if (h->flags & O_TRUNC && S_ISREG(n->mode))
+	} else if (h->flags & O_TRUNC && S_ISREG(n->mode)) {
 		eos_node_touch(n, true); /* POSIX: O_TRUNC sets mtime and ctime even when empty */
+		r = eos_delta_flush_node(v, n, false);
+	}
 	if (r == 0 && n->flags & EOS_NODE_DATA)
 		r = eos_data_open(v, n);
 	else if (r == 0 && S_ISREG(n->mode) && n->lst)
@@ -317,9 +361,9 @@ write_op(struct eos_view *v, struct eos_handle *h)
 	return n->writers > 0 && !n->writer_mixed ? n->writer_op : v->self_op;
 }
 
-/* n (locked) got [off, off + len) written by operation op. */
-static void
-wrote_locked(struct eos_node *n, uint32_t op, uint64_t off, uint64_t len)
+/* n (locked) got [off, off + len) written by operation op: recorded, then journaled. */
+static int
+wrote_locked(struct eos_view *v, struct eos_node *n, uint32_t op, uint64_t off, uint64_t len)
 {
 	if (off + len > n->size)
 		n->size = off + len;
@@ -327,6 +371,7 @@ wrote_locked(struct eos_node *n, uint32_t op, uint64_t off, uint64_t len)
 	eos_partial_wrote(n, off, off + len);
 	n->flags |= EOS_NODE_LOG_DIRTY;
 	eos_node_touch(n, true);
+	return eos_journal_wrote(v, n, off, off + len, op);
 }
 
 enum {
@@ -388,17 +433,32 @@ diff_ranges(struct eos_view *v, struct eos_handle *h, const char *buf, size_t le
 	return 0;
 }
 
-/* n (locked) got [off, off + len) written, of which d's ranges changed, by operation op. */
-static void
-wrote_diff_locked(struct eos_node *n, uint32_t op, uint64_t off, uint64_t len, const struct diff *d)
+/*
+ * n (locked) got [off, off + len) written, of which d's ranges changed, by operation op. The
+ * journal gets one record per changed range, each with the new size and mtime.
+ */
+static int
+wrote_diff_locked(struct eos_view *v, struct eos_node *n, uint32_t op, uint64_t off, uint64_t len,
+		  const struct diff *d)
 {
-	for (size_t i = 0; i < d->n && d->v[i].start < off + len; i++)
-		eos_writelog_add(&n->log, d->v[i].start, EOS_MIN(d->v[i].end, off + len), op);
+	bool changed = false;
+	int r = 0;
+
 	if (off + len > n->size)
 		n->size = off + len;
 	eos_partial_wrote(n, off, off + len);
 	n->flags |= EOS_NODE_LOG_DIRTY;
 	eos_node_touch(n, true);
+	for (size_t i = 0; r == 0 && i < d->n && d->v[i].start < off + len; i++) {
+		uint64_t end = EOS_MIN(d->v[i].end, off + len);
+
+		eos_writelog_add(&n->log, d->v[i].start, end, op);
+		r = eos_journal_wrote(v, n, d->v[i].start, end, op);
+		changed = true;
+	}
+	/* an identical rewrite changes only the mtime (unchanged bytes need not be present: they
+	 * equal what is below) */
+	return r || changed ? r : eos_journal_wrote(v, n, off + len, off + len, op);
 }
 
 /* pwrite under n's lock (partial nodes: the present map must match the data file). */
@@ -413,14 +473,58 @@ pwrite_locked(struct eos_node *n, int fd, const void *buf, size_t size, uint64_t
 	return got < 0 ? eos_neg_errno() : got;
 }
 
+int
+eos_fs_room(struct eos_view *v, uint64_t bytes)
+{
+	struct eos_error err;
+	int r = bytes ? eos_store_space_check(v->store, bytes, &err) : 0;
+
+	if (r == -ENOSPC)
+		eos_log_debug("session '%s': %s", v->session, err.msg);
+	return r < 0 ? -ENOSPC : 0;
+}
+
+/* What is free for session data: the store's filesystem less eos' reserve (the view's df). */
+int
+eos_fs_statfs(struct eos_view *v, struct statvfs *st)
+{
+	struct eos_store_space sp;
+	fsblkcnt_t keep;
+
+	if ((v->data_dirfd >= 0 ? fstatvfs(v->data_dirfd, st) : statvfs("/", st)) < 0)
+		return eos_neg_errno();
+	st->f_namemax = EOS_NAME_MAX;
+	if (!v->session || st->f_frsize == 0 || eos_store_space(v->store, &sp, NULL) < 0)
+		return 0;
+	keep = (fsblkcnt_t)(sp.soft_reserve / st->f_frsize);
+	st->f_bavail = st->f_bavail > keep ? st->f_bavail - keep : 0;
+	st->f_bfree = st->f_bfree > keep ? st->f_bfree - keep : 0;
+	return 0;
+}
+
+/* The bytes a write of [off, off + len) may add to n's data file (holes of a partial copy-up). */
+static uint64_t
+growth(struct eos_node *n, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len;
+
+	pthread_mutex_lock(&n->lock);
+	if (!(n->flags & EOS_NODE_PARTIAL) && n->flags & EOS_NODE_DATA)
+		len = end > n->size ? end - EOS_MAX(off, n->size) : 0;
+	pthread_mutex_unlock(&n->lock);
+	return len;
+}
+
 ssize_t
 eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t size, uint64_t off)
 {
 	struct eos_node *n = h->node;
-	int fd = handle_write_fd(v, h);
 	struct diff d = { 0 };
+	int fd = eos_fs_room(v, growth(n, off, size));
 	ssize_t got;
 
+	fd = fd ?: eos_journal_reserve(v);
+	fd = fd ?: handle_write_fd(v, h);
 	if (fd < 0)
 		return fd;
 	if (v->writeback && (got = diff_ranges(v, h, buf, size, off, &d)) < 0)
@@ -434,29 +538,26 @@ eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t s
 		got = got < 0 ? eos_neg_errno() : got;
 		pthread_mutex_lock(&n->lock);
 	}
+	int r = 0;
 	if (got > 0 && v->writeback)
-		wrote_diff_locked(n, write_op(v, h), off, (uint64_t)got, &d);
+		r = wrote_diff_locked(v, n, write_op(v, h), off, (uint64_t)got, &d);
 	else if (got > 0)
-		wrote_locked(n, h->op, off, (uint64_t)got);
+		r = wrote_locked(v, n, h->op, off, (uint64_t)got);
 	pthread_mutex_unlock(&n->lock);
-	return got;
+	return r < 0 ? r : got;
 }
 
 int
 eos_fs_release(struct eos_view *v, struct eos_handle *h)
 {
 	struct eos_node *n = h->node;
-	int r;
 
+	(void)v; /* closing writes nothing: the journal holds every write (journal.h) */
 	pthread_mutex_lock(&n->lock);
 	if (n->opens > 0)
 		n->opens--;
 	if (h->writer && n->writers > 0 && --n->writers == 0)
 		n->writer_mixed = false;
-	r = 0;
-	if (v->session && n->flags & EOS_NODE_UPPER &&
-	    n->flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY))
-		eos_flusher_queue(v, n); /* closing costs no store write */
 	if (n->opens == 0 && n->data_fd >= 0) {
 		close(n->data_fd);
 		n->data_fd = -1;
@@ -464,7 +565,7 @@ eos_fs_release(struct eos_view *v, struct eos_handle *h)
 	pthread_mutex_unlock(&n->lock);
 	eos_file_close(h->lower);
 	free(h);
-	return r;
+	return 0;
 }
 
 int
@@ -485,9 +586,11 @@ int
 eos_fs_fallocate(struct eos_view *v, struct eos_handle *h, int mode, uint64_t off, uint64_t len)
 {
 	struct eos_node *n = h->node;
+	bool frees = mode & FALLOC_FL_PUNCH_HOLE;
 	struct stat st;
-	int r = handle_write_fd(v, h);
+	int r = eos_fs_room(v, frees ? 0 : growth(n, off, len));
 
+	r = r ?: handle_write_fd(v, h);
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&n->lock);
@@ -501,6 +604,7 @@ eos_fs_fallocate(struct eos_view *v, struct eos_handle *h, int mode, uint64_t of
 	if (r >= 0) {
 		n->size = (uint64_t)st.st_size;
 		eos_node_touch(n, true);
+		r = eos_delta_flush_node(v, n, false);
 	}
 	pthread_mutex_unlock(&n->lock);
 	return r < 0 ? r : 0;
@@ -520,10 +624,9 @@ copy_through_memory(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
 		return got;
 	pthread_mutex_lock(&out->node->lock);
 	got = pwrite_locked(out->node, fd_out, buf, (size_t)got, off_out);
-	if (got > 0)
-		wrote_locked(out->node, write_op(v, out), off_out, (uint64_t)got);
+	int r = got > 0 ? wrote_locked(v, out->node, write_op(v, out), off_out, (uint64_t)got) : 0;
 	pthread_mutex_unlock(&out->node->lock);
-	return got;
+	return r < 0 ? r : got;
 }
 
 ssize_t
@@ -531,10 +634,12 @@ eos_fs_copy_range(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
 		  struct eos_handle *out, uint64_t off_out, size_t len)
 {
 	struct eos_node *n = out->node;
-	int fd_out = handle_write_fd(v, out), fd_in = eos_fs_read_fd(in);
+	int fd_out = eos_fs_room(v, growth(n, off_out, len)), fd_in = eos_fs_read_fd(in);
 	loff_t oi = (loff_t)off_in, oo = (loff_t)off_out;
 	ssize_t got;
 
+	fd_out = fd_out ?: eos_journal_reserve(v);
+	fd_out = fd_out ?: handle_write_fd(v, out);
 	if (fd_out < 0)
 		return fd_out;
 	pthread_mutex_lock(&n->lock);
@@ -546,10 +651,9 @@ eos_fs_copy_range(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
 	if (got < 0)
 		return eos_neg_errno();
 	pthread_mutex_lock(&n->lock);
-	if (got > 0)
-		wrote_locked(n, write_op(v, out), off_out, (uint64_t)got);
+	int r = got > 0 ? wrote_locked(v, n, write_op(v, out), off_out, (uint64_t)got) : 0;
 	pthread_mutex_unlock(&n->lock);
-	return got;
+	return r < 0 ? r : got;
 }
 
 int64_t

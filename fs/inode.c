@@ -101,12 +101,53 @@ eos_node_insert(struct eos_view *v, struct eos_node *n)
 	eos_put_be64(key, n->ino);
 	pthread_mutex_lock(&s->lock);
 	r = eos_hashmap_get_or_insert(&s->nodes, key, sizeof(key), &slot);
-	if (r >= 0 && slot->ptr)
+	if (r >= 0 && slot->ptr) {
 		r = -EEXIST;
-	else if (r >= 0)
+	} else if (r >= 0) {
+		if (r == 0 && s->freed > 0)
+			s->freed--; /* a lower node looked up again reuses its slot */
 		slot->ptr = n;
+	}
 	pthread_mutex_unlock(&s->lock);
 	return r < 0 ? r : 0;
+}
+
+static bool
+slot_used(const union eos_hashmap_value *v, void *ctx)
+{
+	(void)ctx;
+	return v->ptr != NULL;
+}
+
+/* ino's slot (shard s locked) no longer has a node: empty it, and drop the empty slots of s once
+ * they are the majority, so that a storm of creates and deletes leaves no memory behind. */
+static void
+slot_clear(struct eos_table_shard *s, uint64_t ino)
+{
+	enum {
+		TIDY_MIN = 256
+	};
+	union eos_hashmap_value *slot = table_find(s, ino);
+
+	if (!slot || !slot->ptr)
+		return;
+	slot->ptr = NULL;
+	s->freed++;
+	if (s->freed >= TIDY_MIN && s->freed * 2 >= eos_hashmap_count(&s->nodes) &&
+	    eos_hashmap_compact(&s->nodes, slot_used, NULL) == 0)
+		s->freed = 0;
+}
+
+void
+eos_node_remove(struct eos_view *v, struct eos_node *n)
+{
+	struct eos_table_shard *s = shard_of(v, n->ino);
+
+	pthread_mutex_lock(&s->lock);
+	if (table_find(s, n->ino) && table_find(s, n->ino)->ptr == n)
+		slot_clear(s, n->ino);
+	pthread_mutex_unlock(&s->lock);
+	eos_node_free(n);
 }
 
 void
@@ -142,7 +183,6 @@ void
 eos_node_forget(struct eos_view *v, uint64_t ino, uint64_t count)
 {
 	struct eos_table_shard *s = shard_of(v, ino);
-	union eos_hashmap_value *slot;
 	struct eos_node *n = eos_node_get(v, ino);
 	bool drop = false;
 
@@ -152,9 +192,7 @@ eos_node_forget(struct eos_view *v, uint64_t ino, uint64_t count)
 	pthread_mutex_lock(&s->lock);
 	n->nlookup -= EOS_MIN(count, n->nlookup);
 	if (n->nlookup == 0 && n->opens == 0 && (!(n->flags & EOS_NODE_UPPER) || n->nlink == 0)) {
-		slot = table_find(s, ino);
-		if (slot)
-			slot->ptr = NULL;
+		slot_clear(s, ino);
 		drop = true;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -164,6 +202,7 @@ eos_node_forget(struct eos_view *v, uint64_t ino, uint64_t count)
 	if (n->nlink == 0)
 		node_discard(v, n);
 	eos_node_free(n);
+	atomic_fetch_add(&v->freed, 1);
 }
 
 uint64_t
@@ -226,20 +265,12 @@ eos_node_identity_set(struct eos_view *v, const char *path, uint64_t group, uint
 	return identity_slot(v, path, group, ino, &got);
 }
 
-static uint32_t
-kind_type(enum eos_kind k)
+uint32_t
+eos_node_kind_type(enum eos_kind k)
 {
-	switch (k) {
-	case EOS_KIND_DIR:
-		return S_IFDIR;
-	case EOS_KIND_SYMLINK:
-		return S_IFLNK;
-	case EOS_KIND_FILE:
-	case EOS_KIND_NONE:
-	case EOS_KIND_WHITEOUT:
-		break;
-	}
-	return S_IFREG;
+	uint32_t type = eos_kind_mode(k);
+
+	return type ? type : S_IFREG;
 }
 
 struct timespec
@@ -263,10 +294,11 @@ eos_ts_to_ns(struct timespec ts)
 void
 eos_node_fill_lower(struct eos_node *n, const struct eos_stat *lst)
 {
-	n->mode = kind_type(lst->kind) | (lst->attr.mode & 07777);
+	n->mode = eos_node_kind_type(lst->kind) | (lst->attr.mode & 07777);
 	n->uid = lst->attr.uid;
 	n->gid = lst->attr.gid;
 	n->size = lst->size;
+	n->rdev = lst->rdev;
 	n->nlink = 1;
 	n->mtime = n->atime = n->ctime = eos_ns_to_ts(lst->attr.mtime_ns);
 	n->link_group = lst->link_group;
@@ -352,6 +384,7 @@ eos_node_stat(const struct eos_node *n, struct stat *st)
 	st->st_nlink = eos_node_is_dir(n) ? 2 + n->subdirs : n->nlink;
 	st->st_uid = n->uid;
 	st->st_gid = n->gid;
+	st->st_rdev = (dev_t)n->rdev;
 	st->st_size = (off_t)n->size;
 	st->st_blksize = 4096;
 	st->st_blocks = (blkcnt_t)((n->size + 511) / 512);

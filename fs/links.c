@@ -3,7 +3,8 @@
  * fs/links: the sizes of the store's hard-link groups at the view's version. The store records
  * each member's group, not the group's size, so the view counts every group in one walk of the
  * tree the first time it meets a hard-linked lower file; the version never changes, so the counts
- * hold for the life of the view.
+ * hold for the life of the view. The same walk finds the groups' members for the publish
+ * (capture-links.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,40 +18,35 @@
 #include "fs/view-internal.h"
 
 struct links_walk {
-	struct eos_view *v;
+	eos_links_fn fn;
+	void *ctx;
 	char **stack;
 	size_t n, cap;
 	const char *dir;
 };
 
 static int
-count_one(void *ctx, const char *name, const struct eos_stat *st)
+walk_one(void *ctx, const char *name, const struct eos_stat *st)
 {
 	struct links_walk *w = ctx;
-	union eos_hashmap_value *slot;
-	uint8_t key[8];
-	char *path;
+	cleanup_free char *path = NULL;
 
-	if (st->kind == EOS_KIND_DIR) {
-		if (asprintf(&path, "%s%s%s", w->dir, w->dir[0] ? "/" : "", name) < 0 ||
-		    eos_buf_array_reserve(&w->stack, &w->cap, w->n + 1, sizeof(*w->stack), 16) < 0)
-			return -ENOMEM;
-		w->stack[w->n++] = path;
+	if (st->kind != EOS_KIND_DIR && (st->kind != EOS_KIND_FILE || st->link_group == 0))
 		return 0;
-	}
-	if (st->kind != EOS_KIND_FILE || st->link_group == 0)
-		return 0;
-	eos_put_be64(key, st->link_group);
-	if (eos_hashmap_get_or_insert(&w->v->links, key, sizeof(key), &slot) < 0)
+	if (asprintf(&path, "%s%s%s", w->dir, w->dir[0] ? "/" : "", name) < 0)
 		return -ENOMEM;
-	slot->u64++;
+	if (st->kind == EOS_KIND_FILE)
+		return w->fn(w->ctx, path, st);
+	if (eos_buf_array_reserve(&w->stack, &w->cap, w->n + 1, sizeof(*w->stack), 16) < 0)
+		return -ENOMEM;
+	w->stack[w->n++] = TAKE_PTR(path);
 	return 0;
 }
 
-static int
-count_all(struct eos_view *v)
+int
+eos_links_walk(struct eos_view *v, eos_links_fn fn, void *ctx)
 {
-	struct links_walk w = { .v = v };
+	struct links_walk w = { .fn = fn, .ctx = ctx };
 	int r = 0;
 
 	w.stack = calloc(1, sizeof(*w.stack));
@@ -63,13 +59,28 @@ count_all(struct eos_view *v)
 		cleanup_free char *dir = w.stack[--w.n];
 
 		w.dir = dir;
-		r = eos_store_readdir(v->store, v->sandbox, v->version, dir, NULL, count_one, &w,
+		r = eos_store_readdir(v->store, v->sandbox, v->version, dir, NULL, walk_one, &w,
 				      NULL);
 	}
 	while (w.n > 0)
 		free(w.stack[--w.n]);
 	free(w.stack);
 	return r < 0 ? r : 0;
+}
+
+static int
+count_one(void *ctx, const char *path, const struct eos_stat *st)
+{
+	struct eos_view *v = ctx;
+	union eos_hashmap_value *slot;
+	uint8_t key[8];
+
+	(void)path;
+	eos_put_be64(key, st->link_group);
+	if (eos_hashmap_get_or_insert(&v->links, key, sizeof(key), &slot) < 0)
+		return -ENOMEM;
+	slot->u64++;
+	return 0;
 }
 
 uint32_t
@@ -81,7 +92,7 @@ eos_links_count(struct eos_view *v, uint64_t group)
 
 	pthread_mutex_lock(&v->links_lock);
 	if (!v->links_loaded) {
-		int r = count_all(v);
+		int r = eos_links_walk(v, count_one, v);
 
 		if (r < 0)
 			eos_log_error("view of '%s': cannot count hard links: %s", v->sandbox,

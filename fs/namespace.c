@@ -58,7 +58,7 @@ name_free(struct eos_view *v, struct eos_node *p, const char *name)
 
 static struct eos_node *
 new_node(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, const char *name,
-	 uint32_t mode, const char *target)
+	 uint32_t mode, const char *target, uint64_t rdev)
 {
 	struct eos_node *n = eos_node_new(eos_node_alloc_ino(v));
 
@@ -70,6 +70,7 @@ new_node(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, cons
 	if (S_ISDIR(mode) && p->mode & S_ISGID)
 		n->mode |= S_ISGID;
 	n->nlink = 1;
+	n->rdev = S_ISCHR(mode) || S_ISBLK(mode) ? rdev : 0;
 	n->parent = p->ino;
 	n->flags = EOS_NODE_UPPER | EOS_NODE_CREATED | EOS_NODE_XATTRS | EOS_NODE_SUBDIRS;
 	n->name = strdup(name);
@@ -85,64 +86,119 @@ new_node(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, cons
 	return n;
 }
 
-/* p's times change; its record is written lazily (a crash may lose a directory's mtime). */
+/* p (locked) changed: its times and its record go into the operation's batch. */
 static int
-parent_changed(struct eos_node *p)
+parent_changed(struct eos_txn *t, struct eos_node *p)
 {
+	int r = eos_txn_save(t, p);
+
+	if (r < 0)
+		return r;
 	eos_node_touch(p, true);
-	return 0;
+	return eos_delta_put_node(t->v, p, t->b);
 }
 
 static int
 make_locked(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, const char *name,
-	    uint32_t mode, const char *target, struct eos_node **ret)
+	    uint32_t mode, const char *target, uint64_t rdev, struct eos_node **ret)
 {
-	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
+	struct eos_txn t = { 0 };
 	struct eos_node *n;
 	bool dir = S_ISDIR(mode);
 	int r = dir_writable(p);
 
 	r = r ?: name_free(v, p, name);
 	r = r ?: (dir ? eos_dir_count_subdirs(v, p) : 0);
-	r = r ?: eos_delta_batch(v, &b);
 	if (r < 0)
 		return r;
-	n = new_node(v, ctx, p, name, mode, target);
+	n = new_node(v, ctx, p, name, mode, target, rdev);
 	if (!n)
 		return -ENOMEM;
 	if (dir && eos_hashmap_get(&p->dirents, name, strlen(name)) == (void *)EOS_DIRENT_WHITEOUT)
 		n->flags |= EOS_NODE_OPAQUE;
 	n->nlookup = 1;
-	r = eos_node_insert(v, n);
-	r = r ?: eos_delta_put_node(v, n, b);
-	r = r ?: eos_dir_set(v, p, name, n->ino, b);
-	r = r ?: parent_changed(p);
-	if (r < 0)
-		return r; /* n stays in the table; nothing links it */
-	if (dir)
+	r = eos_node_insert(v, n); /* unreachable until the dirent is applied */
+	if (r < 0) {
+		eos_node_free(n);
+		return r;
+	}
+	r = eos_txn_begin(v, &t);
+	r = r ?: eos_delta_put_node(v, n, t.b);
+	r = r ?: eos_txn_dirent(&t, p, name, n->ino);
+	r = r ?: parent_changed(&t, p);
+	if (r == 0 && dir)
 		p->subdirs++;
+	r = eos_txn_end(&t, r);
+	if (r < 0) {
+		eos_node_remove(v, n);
+		return r;
+	}
 	*ret = n;
-	return eos_delta_commit(v, b, false);
+	return 0;
 }
 
-int
-eos_fs_make(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, const char *name,
-	    uint32_t mode, const char *target, struct eos_node **ret)
+static int
+make_node(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, const char *name,
+	  uint32_t mode, const char *target, uint64_t rdev, struct eos_node **ret)
 {
 	int r = eos_copyup_meta(v, p);
 
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&p->lock);
-	r = make_locked(v, ctx, p, name, mode, target, ret);
+	r = make_locked(v, ctx, p, name, mode, target, rdev, ret);
 	pthread_mutex_unlock(&p->lock);
 	return r;
+}
+
+static int
+link_locked(struct eos_view *v, struct eos_node *n, struct eos_node *p, const char *name)
+{
+	struct eos_txn t = { 0 };
+	int r = dir_writable(p);
+
+	r = r ?: (eos_node_is_dir(n) ? -EPERM : 0);
+	r = r ?: (n->nlink == 0 ? -ENOENT : 0);
+	r = r ?: name_free(v, p, name);
+	r = r ?: eos_txn_begin(v, &t);
+	r = r ?: eos_txn_save(&t, n);
+	if (r == 0) {
+		n->nlink++;
+		eos_node_touch(n, false);
+		r = eos_delta_put_node(v, n, t.b);
+	}
+	r = r ?: eos_txn_dirent(&t, p, name, n->ino);
+	r = r ?: parent_changed(&t, p);
+	return eos_txn_end(&t, r);
+}
+
+int
+eos_fs_make(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, const char *name,
+	    uint32_t mode, const char *target, struct eos_node **ret)
+{
+	return make_node(v, ctx, p, name, mode, target, 0, ret);
+}
+
+int
+eos_fs_mknod(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, const char *name,
+	     uint32_t mode, uint64_t rdev, struct eos_node **ret)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+	case S_IFIFO:
+	case S_IFSOCK:
+	case S_IFCHR:
+	case S_IFBLK:
+		break;
+	default:
+		return -EINVAL;
+	}
+	return make_node(v, ctx, p, name, mode & (S_IFMT | 07777), NULL, rdev, ret);
 }
 
 int
 eos_fs_link(struct eos_view *v, struct eos_node *n, struct eos_node *p, const char *name)
 {
-	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
 	int r = eos_copyup_meta(v, n);
 
 	r = r ?: eos_copyup_meta(v, p);
@@ -150,19 +206,7 @@ eos_fs_link(struct eos_view *v, struct eos_node *n, struct eos_node *p, const ch
 		return r;
 	pthread_mutex_lock(&p->lock);
 	pthread_mutex_lock(&n->lock);
-	r = dir_writable(p);
-	r = r ?: (eos_node_is_dir(n) ? -EPERM : 0);
-	r = r ?: (n->nlink == 0 ? -ENOENT : 0);
-	r = r ?: name_free(v, p, name);
-	r = r ?: eos_delta_batch(v, &b);
-	if (r == 0) {
-		n->nlink++;
-		eos_node_touch(n, false);
-		r = eos_delta_put_node(v, n, b);
-		r = r ?: eos_dir_set(v, p, name, n->ino, b);
-		r = r ?: parent_changed(p);
-		r = r ?: eos_delta_commit(v, b, false);
-	}
+	r = link_locked(v, n, p, name);
 	if (r == 0)
 		eos_node_ref(v, n, 1);
 	pthread_mutex_unlock(&n->lock);
@@ -170,7 +214,8 @@ eos_fs_link(struct eos_view *v, struct eos_node *n, struct eos_node *p, const ch
 	return r;
 }
 
-/* Drop the upper dirents of a directory being removed (its whiteouts). c locked. */
+/* Stage the removal of the upper dirents of a directory being removed (its whiteouts). c
+ * locked; they stay in memory (nothing can look into a removed directory). */
 static int
 clear_dirents(struct eos_node *c, struct eos_session_batch *b)
 {
@@ -184,27 +229,28 @@ clear_dirents(struct eos_node *c, struct eos_session_batch *b)
 		free(name);
 		name = strndup(it.key, it.klen);
 		r = name ? eos_delta_put_dirent(c, name, EOS_DIRENT_ABSENT, b) : -ENOMEM;
-		it.value->u64 = EOS_DIRENT_ABSENT;
 	}
 	return r;
 }
 
 /* c (locked) loses one link; directories lose all. */
 static int
-drop_link(struct eos_view *v, struct eos_node *c, struct eos_session_batch *b)
+drop_link(struct eos_txn *t, struct eos_node *c)
 {
-	int r = 0;
+	int r = eos_txn_save(t, c);
 
+	if (r < 0)
+		return r;
 	if (eos_node_is_dir(c)) {
 		c->nlink = 0;
-		r = clear_dirents(c, b);
+		r = clear_dirents(c, t->b);
 	} else if (c->nlink > 0) {
 		c->nlink--;
 	}
 	eos_node_touch(c, false);
 	if (r == 0 && !(c->flags & EOS_NODE_UPPER) && c->nlink > 0)
-		r = eos_copyup_record(v, c); /* a lower hard link lost a name: remember it */
-	return r ?: eos_delta_node_changed(v, c, b);
+		r = eos_copyup_record(t->v, c); /* a lower hard link lost a name: remember it */
+	return r ?: eos_txn_node(t, c);
 }
 
 /* Whether c may replace or be removed as a target of the given kind. c locked. */
@@ -227,26 +273,26 @@ static int
 unlink_locked(struct eos_view *v, struct eos_node *p, struct eos_node *c, const char *name,
 	      bool dir)
 {
-	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
+	struct eos_txn t = { 0 };
 	int r = check_victim(v, c, dir);
 
 	r = r ?: (dir ? eos_dir_count_subdirs(v, p) : 0);
-	r = r ?: eos_delta_batch(v, &b);
-	r = r ?: eos_dir_drop(v, p, name, b);
-	r = r ?: drop_link(v, c, b);
-	r = r ?: parent_changed(p);
-	if (r < 0)
-		return r;
-	if (dir && p->subdirs > 0)
+	r = r ?: eos_txn_begin(v, &t);
+	if (r == 0)
+		eos_session_batch_freeing(t.b); /* rm works on a full disk: it makes room */
+	r = r ?: eos_txn_drop(&t, p, name);
+	r = r ?: drop_link(&t, c);
+	r = r ?: parent_changed(&t, p);
+	if (r == 0 && dir && p->subdirs > 0)
 		p->subdirs--;
-	return eos_delta_commit(v, b, false);
+	return eos_txn_end(&t, r);
 }
 
 int
 eos_fs_unlink(struct eos_view *v, struct eos_node *p, const char *name, bool dir)
 {
 	struct eos_node *c;
-	int r = eos_copyup_meta(v, p);
+	int r = eos_copyup_meta_for(v, p, true);
 
 	if (r < 0)
 		return r;

@@ -26,15 +26,33 @@ enum {
 
 struct eos_view_mount {
 	struct eos_view *view;
+	struct eos_owners owners; /* how replies show owners (fs/owners.c) */
 	struct fuse_session *se;
 	char *mountpoint;
 	bool mounted;
 };
 
+static struct eos_view_mount *
+mount_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
 static struct eos_view *
 view_of(fuse_req_t req)
 {
-	return fuse_req_userdata(req);
+	return mount_of(req)->view;
+}
+
+/* Attributes as this mount shows them. */
+static int
+getattr_shown(fuse_req_t req, struct eos_node *n, struct stat *st)
+{
+	int r = eos_fs_getattr(view_of(req), n, st);
+
+	if (r == 0)
+		eos_owners_show(&mount_of(req)->owners, st);
+	return r;
 }
 
 static struct eos_node *
@@ -43,12 +61,15 @@ node_of(fuse_req_t req, fuse_ino_t ino)
 	return eos_node_get(view_of(req), ino);
 }
 
+/* The caller, with the ids its new nodes are recorded with. */
 static struct eos_ctx
 ctx_of(fuse_req_t req)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct eos_ctx ctx = { .uid = c->uid, .gid = c->gid, .pid = c->pid };
 
-	return (struct eos_ctx){ .uid = c->uid, .gid = c->gid, .pid = c->pid };
+	eos_owners_creator(&mount_of(req)->owners, &ctx);
+	return ctx;
 }
 
 static struct eos_handle *
@@ -64,7 +85,7 @@ reply_entry(fuse_req_t req, struct eos_node *n)
 	struct fuse_entry_param e = { .ino = n->ino,
 				      .attr_timeout = TIMEOUT,
 				      .entry_timeout = TIMEOUT };
-	int r = eos_fs_getattr(view_of(req), n, &e.attr);
+	int r = getattr_shown(req, n, &e.attr);
 
 	if (r < 0) {
 		eos_node_forget(view_of(req), n->ino, 1);
@@ -123,7 +144,7 @@ op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	NODE_OR_FAIL(n, req, ino);
 	struct stat st;
-	int r = eos_fs_getattr(view_of(req), n, &st);
+	int r = getattr_shown(req, n, &st);
 
 	(void)fi;
 	if (r < 0)
@@ -161,14 +182,18 @@ static void
 op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
 	NODE_OR_FAIL(n, req, ino);
+	const struct eos_owners *o = &mount_of(req)->owners;
 	struct stat st;
-	int r = eos_fs_setattr(view_of(req), n, attr, setattr_valid(to_set), &st);
+	int r = eos_fs_setattr(view_of(req), n, attr,
+			       eos_owners_setattr(o, attr, setattr_valid(to_set)), &st);
 
 	(void)fi;
-	if (r < 0)
+	if (r < 0) {
 		fuse_reply_err(req, -r);
-	else
-		fuse_reply_attr(req, &st, TIMEOUT);
+		return;
+	}
+	eos_owners_show(o, &st);
+	fuse_reply_attr(req, &st, TIMEOUT);
 }
 
 static void
@@ -203,12 +228,17 @@ make(fuse_req_t req, fuse_ino_t parent, const char *name, uint32_t mode, const c
 static void
 op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
-	(void)rdev;
-	if (!S_ISFIFO(mode) && !S_ISREG(mode)) {
-		fuse_reply_err(req, EPERM); /* devices and sockets have no place in a sandbox */
-		return;
-	}
-	make(req, parent, name, mode, NULL);
+	NODE_OR_FAIL(p, req, parent);
+	struct eos_ctx ctx = ctx_of(req);
+	struct eos_node *n;
+	int r = strlen(name) > EOS_NAME_MAX
+			? -ENAMETOOLONG
+			: eos_fs_mknod(view_of(req), &ctx, p, name, mode, rdev, &n);
+
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		reply_entry(req, n);
 }
 
 static void
@@ -290,6 +320,11 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct eos_handle *h;
 	int r = eos_fs_open(view_of(req), &ctx, n, fi->flags, &h);
 
+	if (r == 0 && fi->flags & O_TRUNC) {
+		r = eos_owners_truncated(view_of(req), n, ctx.pid);
+		if (r < 0)
+			eos_fs_release(view_of(req), h);
+	}
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -315,7 +350,7 @@ op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	if (r == -EEXIST && !(fi->flags & O_EXCL))
 		r = -EEXIST; /* the kernel looked it up first: a race with another creator */
 	r = r ?: eos_fs_open(view_of(req), &ctx, n, fi->flags & ~O_TRUNC, &h);
-	r = r ?: eos_fs_getattr(view_of(req), n, &e.attr);
+	r = r ?: getattr_shown(req, n, &e.attr);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -426,7 +461,7 @@ add_entry(fuse_req_t req, struct eos_node *dir, const struct eos_dirent_snap *e,
 		return SIZE_MAX; /* gone since opendir: skip it */
 	fe.ino = n->ino;
 	fe.attr_timeout = fe.entry_timeout = TIMEOUT;
-	if (eos_fs_getattr(view_of(req), n, &fe.attr) < 0) {
+	if (getattr_shown(req, n, &fe.attr) < 0) {
 		eos_node_forget(view_of(req), n->ino, 1);
 		return SIZE_MAX;
 	}
@@ -503,17 +538,14 @@ op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info 
 static void
 op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-	struct eos_view *v = view_of(req);
 	struct statvfs st;
-	int r = v->data_dirfd >= 0 ? fstatvfs(v->data_dirfd, &st) : statvfs("/", &st);
+	int r = eos_fs_statfs(view_of(req), &st);
 
 	(void)ino;
-	if (r < 0) {
-		fuse_reply_err(req, errno);
-		return;
-	}
-	st.f_namemax = EOS_NAME_MAX;
-	fuse_reply_statfs(req, &st);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_statfs(req, &st);
 }
 
 static void
@@ -613,7 +645,7 @@ op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file
 static void
 op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	struct eos_view *v = userdata;
+	struct eos_view *v = ((struct eos_view_mount *)userdata)->view;
 
 	v->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
 	v->writeback = v->writeback && conn->capable & FUSE_CAP_WRITEBACK_CACHE;
@@ -621,6 +653,10 @@ op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= conn->capable &
 		      (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
 		       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_READDIRPLUS | FUSE_CAP_PARALLEL_DIROPS);
+	/* the kernel clears set-user-ID and set-group-ID on write, truncate and chown as on ext4,
+	 * sending the new mode in a SETATTR, unless HANDLE_KILLPRIV leaves it to the view (which
+	 * libfuse asks for by default); the truncate of open(O_TRUNC) is the view's (op_open) */
+	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
 	/* always readdirplus: a listing brings every entry's attributes, so the walk that follows
 	 * (find, git status, make) is answered from the kernel's cache; "auto" lists first without
 	 * them and costs one LOOKUP or GETATTR per entry on the next pass */
@@ -670,8 +706,8 @@ static const struct fuse_lowlevel_ops OPS = {
 
 /* --- mounting --------------------------------------------------------------------------------- */
 
-static int
-check_mountpoint(const char *path, struct eos_error *err)
+int
+eos_view_mountpoint_check(const char *path, struct eos_error *err)
 {
 	DIR *d = opendir(path);
 	struct dirent *e;
@@ -690,13 +726,38 @@ check_mountpoint(const char *path, struct eos_error *err)
 	return r;
 }
 
+/* A view's files never grant privileges: refuse the options that would let them. */
+static int
+check_fuse_opts(const char *opts, struct eos_error *err)
+{
+	cleanup_free char *copy = opts ? strdup(opts) : NULL;
+	char *save = NULL;
+
+	if (opts && !copy)
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	for (char *o = copy ? strtok_r(copy, ",", &save) : NULL; o; o = strtok_r(NULL, ",", &save))
+		if (strcmp(o, "suid") == 0 || strcmp(o, "dev") == 0)
+			return eos_error_set(err, -EINVAL,
+					     "mount option '%s' is refused: a view is always "
+					     "mounted nosuid,nodev",
+					     o);
+	return 0;
+}
+
+/*
+ * The kernel decides access from the modes and owners in the replies (default_permissions), as
+ * on ext4; as root, other users get in too (allow_other), as on any root-mounted filesystem.
+ * fusermount3 refuses allow_other to other users unless /etc/fuse.conf says user_allow_other.
+ * nosuid,nodev come last, so that nothing before them undoes them.
+ */
 static int
 build_args(struct eos_view *v, const char *opts, struct fuse_args *args)
 {
 	cleanup_free char *o = NULL;
 
-	if (asprintf(&o, "fsname=eos:%s,subtype=eos,default_permissions%s%s%s", v->sandbox,
-		     v->session ? "" : ",ro", opts && *opts ? "," : "", opts ? opts : "") < 0)
+	if (asprintf(&o, "fsname=eos:%s,subtype=eos,default_permissions%s%s%s%s,nosuid,nodev",
+		     v->sandbox, geteuid() == 0 ? ",allow_other" : "", v->session ? "" : ",ro",
+		     opts && *opts ? "," : "", opts ? opts : "") < 0)
 		return -ENOMEM;
 	if (fuse_opt_add_arg(args, "eosfs") < 0 || fuse_opt_add_arg(args, "-o") < 0 ||
 	    fuse_opt_add_arg(args, o) < 0)
@@ -705,28 +766,32 @@ build_args(struct eos_view *v, const char *opts, struct fuse_args *args)
 }
 
 int
-eos_view_mount(struct eos_view *v, const char *mountpoint, const char *opts,
-	       struct eos_view_mount **ret, struct eos_error *err)
+eos_view_mount(struct eos_view *v, const char *mountpoint,
+	       const struct eos_view_mount_options *opts, struct eos_view_mount **ret,
+	       struct eos_error *err)
 {
+	const struct eos_view_mount_options none = { 0 }, *o = opts ? opts : &none;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct eos_view_mount *m;
-	int r = check_mountpoint(mountpoint, err);
+	int r = eos_view_mountpoint_check(mountpoint, err);
 
+	r = r ?: check_fuse_opts(o->fuse_opts, err);
 	if (r < 0)
 		return r;
 	m = calloc(1, sizeof(*m));
-	if (!m || !(m->mountpoint = strdup(mountpoint)) || build_args(v, opts, &args) < 0) {
+	if (!m || !(m->mountpoint = strdup(mountpoint)) || build_args(v, o->fuse_opts, &args) < 0) {
 		fuse_opt_free_args(&args);
 		eos_view_mount_free(m);
 		return eos_error_set(err, -ENOMEM, "out of memory");
 	}
 	m->view = v;
-	m->se = fuse_session_new(&args, &OPS, sizeof(OPS), v);
+	eos_owners_init(v, o->owners, &m->owners);
+	m->se = fuse_session_new(&args, &OPS, sizeof(OPS), m);
 	fuse_opt_free_args(&args);
 	if (!m->se) {
 		eos_view_mount_free(m);
 		return eos_error_set(err, -EINVAL, "mount '%s': bad FUSE options '%s'", mountpoint,
-				     opts ? opts : "");
+				     o->fuse_opts ? o->fuse_opts : "");
 	}
 	if (fuse_session_mount(m->se, mountpoint) != 0) {
 		eos_view_mount_free(m);

@@ -17,7 +17,7 @@ struct rename {
 	struct eos_node *p1, *p2, *src, *dst;
 	const char *n1, *n2;
 	unsigned flags;
-	struct eos_session_batch *b;
+	struct eos_txn t;
 };
 
 static void
@@ -47,10 +47,12 @@ static int
 move_node(struct rename *rn, struct eos_node *n, struct eos_node *p, const char *name)
 {
 	char *copy = strdup(name);
-	int r;
+	int r = copy ? eos_txn_save(&rn->t, n) : -ENOMEM;
 
-	if (!copy)
-		return -ENOMEM;
+	if (r < 0) {
+		free(copy);
+		return r;
+	}
 	free(n->name);
 	n->name = copy;
 	n->parent = p->ino;
@@ -58,19 +60,18 @@ move_node(struct rename *rn, struct eos_node *n, struct eos_node *p, const char 
 	if (r < 0)
 		return r;
 	eos_node_touch(n, false);
-	return eos_delta_put_node(rn->v, n, rn->b);
+	return eos_delta_put_node(rn->v, n, rn->t.b);
 }
 
+/* Subdirectory counts follow a moved directory (both parents are saved already). */
 static void
-adjust_subdirs(struct rename *rn, struct eos_node *moved, struct eos_node *from,
-	       struct eos_node *to)
+adjust_subdirs(struct eos_node *moved, struct eos_node *from, struct eos_node *to)
 {
 	if (!eos_node_is_dir(moved) || from == to)
 		return;
 	if (from->subdirs > 0)
 		from->subdirs--;
 	to->subdirs++;
-	(void)rn;
 }
 
 static int
@@ -80,14 +81,14 @@ rename_exchange(struct rename *rn)
 
 	if (!rn->dst)
 		return -ENOENT;
-	r = eos_dir_set(rn->v, rn->p1, rn->n1, rn->dst->ino, rn->b);
-	r = r ?: eos_dir_set(rn->v, rn->p2, rn->n2, rn->src->ino, rn->b);
+	r = eos_txn_dirent(&rn->t, rn->p1, rn->n1, rn->dst->ino);
+	r = r ?: eos_txn_dirent(&rn->t, rn->p2, rn->n2, rn->src->ino);
 	r = r ?: move_node(rn, rn->src, rn->p2, rn->n2);
 	r = r ?: move_node(rn, rn->dst, rn->p1, rn->n1);
 	if (r < 0)
 		return r;
-	adjust_subdirs(rn, rn->src, rn->p1, rn->p2);
-	adjust_subdirs(rn, rn->dst, rn->p2, rn->p1);
+	adjust_subdirs(rn->src, rn->p1, rn->p2);
+	adjust_subdirs(rn->dst, rn->p2, rn->p1);
 	return 0;
 }
 
@@ -108,6 +109,11 @@ replace_target(struct rename *rn)
 		r = eos_dir_is_empty(rn->v, d);
 		if (r <= 0)
 			return r < 0 ? r : -ENOTEMPTY;
+	}
+	r = eos_txn_save(&rn->t, d);
+	if (r < 0)
+		return r;
+	if (dir) {
 		if (rn->p2->subdirs > 0)
 			rn->p2->subdirs--;
 		d->nlink = 0;
@@ -117,9 +123,7 @@ replace_target(struct rename *rn)
 	eos_node_touch(d, false);
 	/* a lower hard link that lost a name keeps a record of its count */
 	r = !(d->flags & EOS_NODE_UPPER) && d->nlink > 0 ? eos_copyup_record(rn->v, d) : 0;
-	if (r < 0)
-		return r;
-	return eos_delta_node_changed(rn->v, d, rn->b);
+	return r ?: eos_txn_node(&rn->t, d);
 }
 
 static int
@@ -127,11 +131,26 @@ rename_plain(struct rename *rn)
 {
 	int r = rn->dst ? replace_target(rn) : 0;
 
-	r = r ?: eos_dir_drop(rn->v, rn->p1, rn->n1, rn->b);
-	r = r ?: eos_dir_set(rn->v, rn->p2, rn->n2, rn->src->ino, rn->b);
+	r = r ?: eos_txn_drop(&rn->t, rn->p1, rn->n1);
+	r = r ?: eos_txn_dirent(&rn->t, rn->p2, rn->n2, rn->src->ino);
 	r = r ?: move_node(rn, rn->src, rn->p2, rn->n2);
 	if (r == 0)
-		adjust_subdirs(rn, rn->src, rn->p1, rn->p2);
+		adjust_subdirs(rn->src, rn->p1, rn->p2);
+	return r;
+}
+
+/* Both parents' times change; their records go into the batch. */
+static int
+parents_changed(struct rename *rn)
+{
+	int r = 0;
+
+	eos_node_touch(rn->p1, true);
+	r = eos_delta_put_node(rn->v, rn->p1, rn->t.b);
+	if (r == 0 && rn->p2 != rn->p1) {
+		eos_node_touch(rn->p2, true);
+		r = eos_delta_put_node(rn->v, rn->p2, rn->t.b);
+	}
 	return r;
 }
 
@@ -141,17 +160,13 @@ rename_nodes(struct rename *rn)
 	int r;
 
 	lock_two(rn->src, rn->dst);
-	r = rn->flags & EOS_RENAME_EXCHANGE ? rename_exchange(rn) : rename_plain(rn);
-	if (r == 0) {
-		eos_node_touch(rn->p1, true);
-		r = eos_delta_put_node(rn->v, rn->p1, rn->b);
-	}
-	if (r == 0 && rn->p2 != rn->p1) {
-		eos_node_touch(rn->p2, true);
-		r = eos_delta_put_node(rn->v, rn->p2, rn->b);
-	}
+	r = eos_txn_save(&rn->t, rn->p1);
+	r = r ?: eos_txn_save(&rn->t, rn->p2);
+	r = r ?: (rn->flags & EOS_RENAME_EXCHANGE ? rename_exchange(rn) : rename_plain(rn));
+	r = r ?: parents_changed(rn);
+	r = eos_txn_end(&rn->t, r);
 	unlock_two(rn->src, rn->dst);
-	return r ?: eos_delta_commit(rn->v, rn->b, false);
+	return r;
 }
 
 static int
@@ -174,7 +189,7 @@ rename_locked(struct rename *rn)
 		return !eos_node_is_dir(rn->p2) ? -ENOTDIR : -ENOENT;
 	r = eos_dir_count_subdirs(rn->v, rn->p1);
 	r = r ?: eos_dir_count_subdirs(rn->v, rn->p2);
-	r = r ?: eos_delta_batch(rn->v, &rn->b);
+	r = r ?: eos_txn_begin(rn->v, &rn->t);
 	return r ?: rename_nodes(rn);
 }
 
@@ -194,6 +209,6 @@ eos_fs_rename(struct eos_view *v, struct eos_node *p1, const char *n1, struct eo
 	lock_two(p1, p2);
 	r = rename_locked(&rn);
 	unlock_two(p1, p2);
-	eos_session_batch_free(rn.b);
+	eos_session_batch_free(rn.t.b); /* when it failed before its transaction ended */
 	return r;
 }

@@ -24,6 +24,7 @@
 
 #include "common/hashmap.h"
 
+#include "fs/journal.h"
 #include "fs/view.h"
 #include "fs/writelog.h"
 
@@ -71,6 +72,7 @@ struct eos_node {
 	uint32_t uid, gid;
 	uint32_t nlink;
 	uint64_t size;
+	uint64_t rdev; /* character and block devices: makedev(major, minor) */
 	struct timespec atime, mtime, ctime;
 	uint64_t parent; /* primary link, for copying ancestors up */
 	char *name;
@@ -80,6 +82,7 @@ struct eos_node {
 	char *target;		    /* symlink target (loaded on first readlink for lower nodes) */
 	int data_fd;		    /* open data file, or -1 */
 	struct eos_hashmap dirents; /* upper directories: name → ino / EOS_DIRENT_* (u64) */
+	size_t dirents_absent;	    /* EOS_DIRENT_ABSENT slots in dirents (names gone again) */
 	uint64_t subdirs;	    /* directories: number of subdirectories */
 	struct eos_xattr *xattrs;
 	size_t nxattrs;
@@ -93,11 +96,15 @@ struct eos_node {
 	struct eos_writelog present; /* ranges of the data file that hold the file's bytes */
 	uint64_t lower_limit;	     /* lower bytes below this are valid where not present */
 	struct eos_file *lower_file; /* the lower content, opened for partial reads */
+	/* the write journal (journal.h) */
+	uint64_t jseq;	 /* newest journal record applied (stored with the record) */
+	uint8_t jcopyup; /* enum eos_jcopyup: a copy-up not yet journaled or checkpointed */
 };
 
 struct eos_table_shard {
 	pthread_mutex_t lock;
 	struct eos_hashmap nodes; /* be64 ino → struct eos_node * (NULL once freed) */
+	size_t freed;		  /* NULL slots in nodes: dropped once they are the majority */
 	struct eos_hashmap ids;	  /* identity key → ino (u64), never removed */
 };
 
@@ -109,6 +116,7 @@ struct eos_flusher {
 	uint64_t *inos; /* queued inode numbers */
 	size_t n, cap;
 	bool stop, started;
+	bool overflow; /* a node could not be queued (no memory): checkpoint every node */
 };
 
 /* A small cache of pid → operation (file.c): one /proc read per process and second. */
@@ -140,11 +148,14 @@ struct eos_view {
 	bool links_loaded;
 	bool no_opendir;  /* the kernel skips opendir/releasedir (fs/ops.c) */
 	bool writeback;	  /* writeback cache asked for, and granted by the kernel at init */
+	bool inspect;	  /* loaded for a check: nothing is ever written (eos_view_options) */
 	uint32_t self_op; /* operation index of the session itself */
 	struct eos_flusher flusher;
+	struct eos_journal journal;
 	pthread_mutex_t opcache_lock;
 	struct eos_opcache_slot opcache[EOS_OPCACHE_SLOTS];
 	struct eos_hashmap links; /* be64 link group → members at the version (links.c) */
+	_Atomic uint64_t freed;	  /* nodes freed since the last eos_view_tidy() gave memory back */
 };
 
 /* An open file. */
@@ -165,6 +176,8 @@ void eos_node_free(struct eos_node *n);
 struct eos_node *eos_node_get(struct eos_view *v, uint64_t ino);
 /* Insert n (ino must be free). */
 int eos_node_insert(struct eos_view *v, struct eos_node *n);
+/* Take n out of the table and free it (a node whose creation failed: nothing references it). */
+void eos_node_remove(struct eos_view *v, struct eos_node *n);
 /* The node of ino with one kernel reference added (drop it with eos_node_forget), or NULL. */
 struct eos_node *eos_node_get_ref(struct eos_view *v, uint64_t ino);
 /* Add kernel references to an existing node. */
@@ -182,6 +195,8 @@ void eos_node_stat(const struct eos_node *n, struct stat *st);
  * added when ref. */
 int eos_node_from_lower(struct eos_view *v, const struct eos_node *parent, const char *name,
 			const struct eos_stat *lst, bool ref, struct eos_node **ret);
+/* The S_IFMT bits of a store kind, as the view shows it. */
+uint32_t eos_node_kind_type(enum eos_kind k);
 /* Set type, attributes, size and times of n from a store stat. */
 void eos_node_fill_lower(struct eos_node *n, const struct eos_stat *lst);
 void eos_node_touch(struct eos_node *n, bool mtime);
@@ -200,12 +215,13 @@ int eos_dir_child(struct eos_view *v, struct eos_node *p, const char *name, bool
 		  struct eos_node **ret);
 /* Whether the lower directory of p has name (p locked). */
 bool eos_dir_lower_has(struct eos_view *v, struct eos_node *p, const char *name);
-/* Set the upper dirent name of p (locked) to value (ino, or EOS_DIRENT_*) and stage it. */
-int eos_dir_set(struct eos_view *v, struct eos_node *p, const char *name, uint64_t value,
-		struct eos_session_batch *b);
-/* Remove name from p (locked): whiteout when the lower has it, else no dirent. */
-int eos_dir_drop(struct eos_view *v, struct eos_node *p, const char *name,
-		 struct eos_session_batch *b);
+/* Set the upper dirent name of p (locked) to value (ino, or EOS_DIRENT_*) in memory, once its
+ * record is written (txn.c); the slot must exist already. */
+void eos_dir_apply(struct eos_view *v, struct eos_node *p, const char *name, uint64_t value);
+/* The slot of name in p's (locked) dirents, inserted as absent when new. */
+int eos_dir_slot(struct eos_node *p, const char *name);
+/* Drop p's (locked) absent dirents once they are the majority (a create and delete storm). */
+void eos_dir_tidy(struct eos_node *p);
 /* Make sure p->subdirs is known (p locked). */
 int eos_dir_count_subdirs(struct eos_view *v, struct eos_node *p);
 
@@ -247,9 +263,59 @@ int eos_delta_load(struct eos_view *v, struct eos_error *err);
 /* Persist n (locked) when dirty. */
 int eos_delta_flush_node(struct eos_view *v, struct eos_node *n, bool sync);
 
+/* txn.c: a namespace operation's records, written before its change is visible */
+enum {
+	EOS_TXN_NODES = 6,
+	EOS_TXN_DIRENTS = 4,
+};
+struct eos_txn_node {
+	struct eos_node *n;
+	unsigned flags;
+	uint32_t nlink, mode, uid, gid;
+	uint64_t size, parent, subdirs;
+	struct timespec atime, mtime, ctime;
+	uint8_t jcopyup;
+	char *name;
+	bool logs; /* log, present and lower_limit saved too (a truncation) */
+	struct eos_writelog log, present;
+	uint64_t lower_limit;
+};
+struct eos_txn_dirent {
+	struct eos_node *p;
+	char *name;
+	uint64_t value;
+};
+struct eos_txn {
+	struct eos_view *v;
+	struct eos_session_batch *b;
+	struct eos_txn_node nodes[EOS_TXN_NODES];
+	size_t nnodes;
+	struct eos_txn_dirent dirents[EOS_TXN_DIRENTS];
+	size_t ndirents;
+};
+int eos_txn_begin(struct eos_view *v, struct eos_txn *t);
+/* Remember n's (locked) fields before changing them: put back when the operation fails. */
+int eos_txn_save(struct eos_txn *t, struct eos_node *n);
+/* Also save n's write log and present ranges (after eos_txn_save; for truncations). */
+int eos_txn_save_logs(struct eos_txn *t, struct eos_node *n);
+/* Stage p's dirent name → value (ino or EOS_DIRENT_*): in memory only after the write. */
+int eos_txn_dirent(struct eos_txn *t, struct eos_node *p, const char *name, uint64_t value);
+/* Stage the removal of p/name: a whiteout when the lower has it, else no dirent. */
+int eos_txn_drop(struct eos_txn *t, struct eos_node *p, const char *name);
+/* Save and stage n's record after a change: put while linked, deleted at nlink 0. */
+int eos_txn_node(struct eos_txn *t, struct eos_node *n);
+/* Write the batch, then apply the dirents; on failure restore every saved node. Ends t. */
+int eos_txn_commit(struct eos_txn *t);
+/* Restore every saved node and end t (the operation failed before its write). */
+void eos_txn_abort(struct eos_txn *t);
+/* Commit when r == 0, else abort; returns the outcome. */
+int eos_txn_end(struct eos_txn *t, int r);
+
 /* copyup.c */
 /* Give n a node record and dirents on its primary path (locks ancestors, not n). */
 int eos_copyup_meta(struct eos_view *v, struct eos_node *n);
+/* The same for an operation that frees space (unlink): its records go in at any fill level. */
+int eos_copyup_meta_for(struct eos_view *v, struct eos_node *n, bool freeing);
 /* Mark n (locked) upper, its xattrs loaded; the caller stages its record (no dirents). */
 int eos_copyup_record(struct eos_view *v, struct eos_node *n);
 /* Give n (locked, upper) a data file; with truncate, an empty one instead of the content. */
@@ -262,13 +328,27 @@ void eos_data_blocks(struct eos_view *v, const struct eos_node *n, struct stat *
 
 /* flusher.c */
 int eos_flusher_start(struct eos_view *v);
-/* Stop the thread after writing everything queued. */
+/* Stop the thread (closing the view writes every node afterwards). */
 void eos_flusher_stop(struct eos_view *v);
-/* Queue n (locked) to have its record and logs written soon. */
+/* Queue n (locked), which has journal records, for the next checkpoint. */
 void eos_flusher_queue(struct eos_view *v, struct eos_node *n);
+/*
+ * Take the queue (*ret: malloc'd inode numbers; NULL when empty). True when a node could not be
+ * queued since the last take (no memory): the caller must then checkpoint every node.
+ */
+bool eos_flusher_take(struct eos_view *v, uint64_t **ret, size_t *ret_n);
+/* Write the records of these nodes (failures stay queued); true when every write succeeded. */
+bool eos_flusher_checkpoint(struct eos_view *v, const uint64_t *inos, size_t n);
+
+/* view.c: periodic housekeeping from the flusher thread (memory of freed nodes). */
+void eos_view_tidy(struct eos_view *v);
 
 /* links.c: members of a store hard-link group at the view version (1 when unknown). */
 uint32_t eos_links_count(struct eos_view *v, uint64_t group);
+/* Call fn for every file of a hard-link group at the view version (one walk of the tree); fn
+ * returns 0, or -errno to stop the walk with that error. */
+typedef int (*eos_links_fn)(void *ctx, const char *path, const struct eos_stat *st);
+int eos_links_walk(struct eos_view *v, eos_links_fn fn, void *ctx);
 
 /* partial.c: n locked unless said otherwise */
 int eos_partial_begin(struct eos_view *v, struct eos_node *n, int fd);
@@ -305,6 +385,12 @@ struct eos_ctx {
 int eos_fs_lookup(struct eos_view *v, struct eos_node *p, const char *name, struct eos_node **ret);
 int eos_fs_make(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, const char *name,
 		uint32_t mode, const char *target, struct eos_node **ret);
+/*
+ * A regular file, fifo, socket or device (rdev; the kernel asks for one only for a caller with
+ * CAP_MKNOD, and the mount is nodev). -EINVAL for any other type.
+ */
+int eos_fs_mknod(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p,
+		 const char *name, uint32_t mode, uint64_t rdev, struct eos_node **ret);
 int eos_fs_link(struct eos_view *v, struct eos_node *n, struct eos_node *p, const char *name);
 int eos_fs_unlink(struct eos_view *v, struct eos_node *p, const char *name, bool dir);
 enum {
@@ -333,6 +419,11 @@ int eos_fs_setattr(struct eos_view *v, struct eos_node *n, const struct stat *at
 		   struct stat *out);
 int eos_fs_open(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *n, int flags,
 		struct eos_handle **ret);
+/* Whether the store's filesystem can take bytes more of session data (0 or -ENOSPC). */
+int eos_fs_room(struct eos_view *v, uint64_t bytes);
+/* statfs of the view: the store's filesystem, its free space less eos' reserve. */
+struct statvfs;
+int eos_fs_statfs(struct eos_view *v, struct statvfs *st);
 /* The write log index of the operation pid belongs to (the session's when none claims it). */
 uint32_t eos_fs_operation(struct eos_view *v, pid_t pid);
 /* The data file to read from directly (>= 0), or -1: read with eos_fs_read. */
@@ -347,3 +438,27 @@ int eos_fs_fallocate(struct eos_view *v, struct eos_handle *h, int mode, uint64_
 ssize_t eos_fs_copy_range(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
 			  struct eos_handle *out, uint64_t off_out, size_t len);
 int64_t eos_fs_lseek(struct eos_view *v, struct eos_handle *h, int64_t off, int whence);
+
+/*
+ * owners.c: the owners a mount shows and the privileges they carry (doc/fs.md "Owners"),
+ * applied at the FUSE boundary only (fs/ops.c): the rest of the view keeps recorded ids.
+ */
+struct eos_owners {
+	bool squash;
+	uint32_t uid, gid;		   /* squash: shown for every recorded owner */
+	uint32_t sandbox_uid, sandbox_gid; /* squash: recorded for the user's new nodes */
+};
+/* Resolve mode for this process; the sandbox's owner is the root node's now. */
+void eos_owners_init(struct eos_view *v, enum eos_view_owners mode, struct eos_owners *ret);
+/* Recorded → shown, in an attribute reply. */
+void eos_owners_show(const struct eos_owners *o, struct stat *st);
+/* The ids of a creating request → the ids to record. */
+void eos_owners_creator(const struct eos_owners *o, struct eos_ctx *ctx);
+/* valid without the uid or gid changes that would record nothing new (enum eos_setattr). */
+unsigned eos_owners_setattr(const struct eos_owners *o, const struct stat *attr, unsigned valid);
+/*
+ * n was opened with O_TRUNC by process pid: clear its set-ID bits as the kernel does for a
+ * truncate by a caller without CAP_FSETID (with FUSE_CAP_ATOMIC_O_TRUNC the kernel leaves that
+ * to the view, and libfuse 3.14 has no HANDLE_KILLPRIV_V2 to tell the view who lacks it).
+ */
+int eos_owners_truncated(struct eos_view *v, struct eos_node *n, pid_t pid);

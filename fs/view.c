@@ -3,12 +3,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 
@@ -39,6 +41,7 @@ view_alloc(void)
 		pthread_mutex_init(&v->idshards[i].lock, NULL);
 	}
 	eos_opstable_init(&v->ops);
+	eos_journal_init(&v->journal);
 	pthread_mutex_init(&v->links_lock, NULL);
 	pthread_mutex_init(&v->opcache_lock, NULL);
 	atomic_store(&v->next_ino, EOS_ROOT_INO + 1);
@@ -94,7 +97,7 @@ session_prepare(struct eos_view *v, const struct eos_view_options *o, struct eos
 	struct eos_session_info info;
 	int r = eos_store_session_get(v->store, o->sandbox, o->session, &info, err);
 
-	if (r == -ENOENT && o->create)
+	if (r == -ENOENT && o->create && !o->inspect)
 		r = eos_store_session_create(v->store, o->sandbox, o->session, 0, &info, err);
 	if (r < 0)
 		return r;
@@ -112,27 +115,48 @@ session_prepare(struct eos_view *v, const struct eos_view_options *o, struct eos
 }
 
 /* Nodes left unlinked by a previous mount (open when it ended) are discarded. */
-static void
+static int
 discard_orphans(struct eos_view *v)
 {
+	cleanup_free uint64_t *inos = NULL;
+	size_t n = 0, cap = 0;
+
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
 		struct eos_hashmap_iter it = { 0 };
 
 		while (eos_hashmap_next(&v->shards[i].nodes, &it)) {
-			struct eos_node *n = it.value->ptr;
+			struct eos_node *node = it.value->ptr;
 
-			if (n && n->nlink == 0) {
-				n->nlookup = 1; /* forget discards the record (and data file) */
-				eos_node_forget(v, n->ino, 1);
-			}
+			if (!node || node->nlink > 0)
+				continue;
+			if (eos_buf_array_reserve(&inos, &cap, n + 1, sizeof(*inos), 16) < 0)
+				return -ENOMEM;
+			inos[n++] = node->ino;
 		}
 	}
+	/* not while iterating: forgetting may compact the table */
+	for (size_t i = 0; i < n; i++) {
+		eos_node_get_ref(v, inos[i]); /* forget discards the record (and data file) */
+		eos_node_forget(v, inos[i], 1);
+	}
+	return 0;
 }
 
 /*
- * Data files no node owns (an unlinked file open when the view stopped) are deleted; the others
- * give their node its size (the record may be older: sizes are written lazily, flusher.c).
+ * Data files no node owns (an unlinked file open when the view stopped, a copy-up a crash cut
+ * short) are deleted. The others are cut to their node's size: a write the process was killed
+ * in may have extended a data file without being acknowledged (nor journaled).
  */
+static void
+fix_length(struct eos_view *v, const char *name, uint64_t size)
+{
+	cleanup_close int fd = openat(v->data_dirfd, name, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
+		eos_log_error("session '%s': cannot cut data file '%s' to %llu bytes: %m",
+			      v->session, name, (unsigned long long)size);
+}
+
 static void
 discard_stray_data(struct eos_view *v)
 {
@@ -156,8 +180,9 @@ discard_stray_data(struct eos_view *v)
 		n = eos_node_get(v, ino);
 		if (!n || !(n->flags & EOS_NODE_DATA))
 			unlinkat(v->data_dirfd, e->d_name, 0);
-		else if (fstatat(v->data_dirfd, e->d_name, &st, 0) == 0)
-			n->size = (uint64_t)st.st_size;
+		else if (fstatat(v->data_dirfd, e->d_name, &st, 0) == 0 &&
+			 (uint64_t)st.st_size != n->size)
+			fix_length(v, e->d_name, n->size);
 	}
 	closedir(d);
 }
@@ -175,10 +200,17 @@ view_load(struct eos_view *v, const struct eos_view_options *o, struct eos_error
 	}
 	r = session_prepare(v, o, err);
 	r = r ?: eos_delta_load(v, err);
+	if (r == 0 && v->inspect) {
+		r = eos_journal_replay(v, err);
+		return r || eos_node_get(v, EOS_ROOT_INO) ? r : root_from_lower(v, err);
+	}
+	r = r ?: eos_journal_open(v, err);
 	if (r < 0)
 		return r;
 	v->self_op = eos_fs_operation(v, 0); /* pid 0: no resolver claims it */
-	discard_orphans(v);
+	r = discard_orphans(v);
+	if (r < 0)
+		return eos_error_set(err, r, "session '%s': out of memory", v->session);
 	discard_stray_data(v);
 	if (!eos_node_get(v, EOS_ROOT_INO)) {
 		r = root_from_lower(v, err);
@@ -205,6 +237,7 @@ eos_view_open(const struct eos_view_options *o, struct eos_view **ret, struct eo
 	v->resolve = o->resolve;
 	v->resolve_ctx = o->resolve_ctx;
 	v->writeback = o->writeback && o->session;
+	v->inspect = o->inspect && o->session;
 	if (!v->sandbox || (o->session && !v->session))
 		return eos_error_set(err, -ENOMEM, "out of memory");
 	r = eos_store_sandbox_get(o->store, o->sandbox, &info, err);
@@ -232,10 +265,14 @@ eos_view_persist(struct eos_view *v, bool sync, struct eos_error *err)
 		while (eos_hashmap_next(&v->shards[i].nodes, &it)) {
 			struct eos_node *n = it.value->ptr;
 
-			if (n && pthread_mutex_trylock(&n->lock) == 0) {
-				r = eos_delta_flush_node(v, n, false) ?: r;
-				pthread_mutex_unlock(&n->lock);
+			if (!n)
+				continue;
+			if (pthread_mutex_trylock(&n->lock) != 0) {
+				r = -EAGAIN; /* busy: written by its own operation's end */
+				continue;
 			}
+			r = eos_delta_flush_node(v, n, false) ?: r;
+			pthread_mutex_unlock(&n->lock);
 		}
 		pthread_mutex_unlock(&v->shards[i].lock);
 	}
@@ -253,11 +290,15 @@ eos_view_persist(struct eos_view *v, bool sync, struct eos_error *err)
 void
 eos_view_close(struct eos_view *v)
 {
+	bool persisted = false;
+
 	if (!v)
 		return;
 	eos_flusher_stop(v);
-	if (v->session && eos_node_get(v, EOS_ROOT_INO))
-		eos_view_persist(v, true, NULL);
+	if (v->session && !v->inspect && eos_node_get(v, EOS_ROOT_INO))
+		persisted = eos_view_persist(v, true, NULL) == 0;
+	/* every record written: the journal is not needed any more (else the next mount replays) */
+	eos_journal_release(v, persisted);
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
 		struct eos_hashmap_iter it = { 0 };
 
@@ -279,6 +320,23 @@ eos_view_close(struct eos_view *v)
 	free(v->sandbox);
 	free(v->session);
 	free(v);
+}
+
+/*
+ * After a storm of deletes the freed nodes' memory sits in malloc's free lists: give it back to
+ * the system, so that a long-lived session's resident size follows its live nodes.
+ */
+void
+eos_view_tidy(struct eos_view *v)
+{
+	enum {
+		TRIM_AFTER = 4096
+	};
+
+	if (atomic_load(&v->freed) < TRIM_AFTER)
+		return;
+	atomic_store(&v->freed, 0);
+	malloc_trim(0);
 }
 
 int

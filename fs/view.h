@@ -15,9 +15,11 @@
  * sharded, and no request takes a view-wide lock. eos_view_delta() may run while the view is
  * mounted and served; it locks one directory at a time.
  *
- * Persistence. Metadata changes of namespace operations are written to the store's session
- * column family at once (unsynced); sizes, times and write logs of open files when they are
- * released, fsync'ed or the view is closed. fsync and fsyncdir make everything durable.
+ * Persistence. Every change is durable against a crash of the serving process once its request
+ * is answered: namespace operations and attribute changes write their records to the store's
+ * session column family (unsynced) before they become visible; writes append a record to the
+ * session's write journal (fs/journal.h), which the next open replays. fsync and fsyncdir make
+ * a file durable against a power loss too (doc/fs.md, "Persistence").
  */
 #pragma once
 
@@ -59,6 +61,12 @@ struct eos_view_options {
 	 * operations are open at once. Without it, every write(2) is attributed to its own handle.
 	 */
 	bool writeback;
+	/*
+	 * Load a session as the last process left it, writing nothing (its journal is replayed in
+	 * memory only, nothing is cleaned up): for checks (eos_view_check). Such a view must not be
+	 * mounted or changed.
+	 */
+	bool inspect;
 };
 
 struct eos_view;
@@ -79,16 +87,45 @@ EOS_DEFINE_CLEANUP(struct eos_view *, eos_view_close)
 uint64_t eos_view_version(const struct eos_view *v);
 bool eos_view_read_only(const struct eos_view *v);
 
+/*
+ * Check a session's delta against its data files (the view was opened with inspect): every file
+ * whose content is in the session has its data file, of the file's size; every dirent names a
+ * node. Calls fn(ctx, kind, message) per violation ("session-data", "session-dirent"); returns
+ * the number of violations, or -errno when the check could not run.
+ */
+typedef void (*eos_view_check_fn)(void *ctx, const char *kind, const char *message);
+int eos_view_check(struct eos_view *v, eos_view_check_fn fn, void *ctx, struct eos_error *err);
+
 /* --- serving (fs/ops.c) ----------------------------------------------------------------------- */
 
 struct eos_view_mount;
 
+/* How a mount shows the owners recorded in the store (doc/fs.md "Owners"). */
+enum eos_view_owners {
+	EOS_VIEW_OWNERS_AUTO = 0, /* identity when the process's euid is 0, else squash */
+	EOS_VIEW_OWNERS_IDENTITY, /* every file shows the uid and gid the store recorded */
+	/* every file shows the process's euid and egid; the mounting user's new files are
+	 * recorded with the owner of the sandbox's root directory, and chown/chgrp to the user
+	 * keeps the recorded ids */
+	EOS_VIEW_OWNERS_SQUASH,
+};
+
+struct eos_view_mount_options {
+	const char *fuse_opts; /* extra comma-separated FUSE mount options, or NULL */
+	enum eos_view_owners owners;
+};
+
 /*
- * Mount v at mountpoint (an existing empty directory: -ENOTEMPTY names it otherwise). opts are
- * extra comma-separated FUSE mount options (may be NULL). As non-root, fusermount3 mounts.
+ * Mount v at mountpoint (an existing empty directory: -ENOTEMPTY names it otherwise); opts NULL
+ * means the defaults. The mount is always nosuid,nodev with default_permissions (the kernel
+ * checks modes), and allow_other when the process's euid is 0: -EINVAL refuses fuse_opts that
+ * would undo this (suid, dev). As non-root, fusermount3 mounts.
  */
-int eos_view_mount(struct eos_view *v, const char *mountpoint, const char *opts,
-		   struct eos_view_mount **ret, struct eos_error *err);
+int eos_view_mount(struct eos_view *v, const char *mountpoint,
+		   const struct eos_view_mount_options *opts, struct eos_view_mount **ret,
+		   struct eos_error *err);
+/* The check eos_view_mount() makes of mountpoint first (a caller may make it before anything). */
+int eos_view_mountpoint_check(const char *path, struct eos_error *err);
 /* Serve requests until unmounted (fusermount3 -u) or eos_view_mount_stop(). 0 or -errno. */
 int eos_view_mount_serve(struct eos_view_mount *m, struct eos_error *err);
 /* Ask a serving mount to stop (any thread, async-signal-unsafe). */
@@ -138,6 +175,7 @@ struct eos_delta_entry {
 	const struct eos_delta_range *ranges;
 	size_t nranges;
 	const char *target; /* symlinks */
+	uint64_t rdev;	    /* character and block devices: makedev(major, minor) */
 	const char *origin; /* the lower path this entry came from, when not `path` (renamed itself
 			     * or with an ancestor), else NULL */
 	const struct eos_delta_xattr *xattrs; /* every xattr it has now (not for DELETE) */
@@ -146,8 +184,10 @@ struct eos_delta_entry {
 
 /*
  * Call fn for every change of the session, parents before children (a deleted path is reported
- * once, not its descendants). Runs beside a mounted view without blocking it for long: each
- * directory is copied under its lock and walked after. fn's non-zero return stops the walk.
+ * once, not its descendants; the root, path "", only when its attributes or xattrs changed;
+ * every name of a hard-linked file as a put). Runs beside a mounted view without blocking it for
+ * long: each directory is copied under its lock and walked after. fn's non-zero return stops the
+ * walk.
  */
 typedef int (*eos_delta_fn)(void *ctx, const struct eos_delta_entry *e);
 int eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_error *err);
@@ -160,7 +200,9 @@ int eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_er
  * origin, hard links as links), prepare and commit. The session must not be mounted by this
  * process (the caller closes its view first). owner NULL: "workspace_session:<session>". Returns
  * as eos_publish_commit(); ret is released by the caller (eos_publish_result_release()).
- * Special files (fifos) in the delta are refused naming the path.
+ * Fifos and devices are published as such (each name of a hard-linked one as a node of its own:
+ * the store links regular files only); sockets are not (runtime objects): they are listed in
+ * ret->skipped and whatever the base had at their path is deleted.
  */
 int eos_view_publish(struct eos_store *st, const char *sandbox, const char *session,
 		     const char *owner, struct eos_publish_result *ret, struct eos_error *err);

@@ -7,7 +7,8 @@ if HAVE_CHECK
 UNIT_TESTS += \
 	tests/unit/test-writelog \
 	tests/unit/test-session \
-	tests/unit/test-view
+	tests/unit/test-view \
+	tests/unit/test-journal
 
 FS_TEST_LDADD = fs/libeos-fs.a $(TEST_LDADD) $(FUSE_LIBS) -lpthread
 
@@ -17,7 +18,11 @@ tests_unit_test_writelog_LDADD = $(FS_TEST_LDADD)
 tests_unit_test_session_SOURCES = tests/unit/test-session.c
 tests_unit_test_session_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_session_LDADD = $(TEST_LDADD)
-tests_unit_test_view_SOURCES = tests/unit/test-view.c
+tests_unit_test_view_SOURCES = tests/unit/test-view.c tests/unit/view-util.c tests/unit/view-util.h
 tests_unit_test_view_CFLAGS = $(TEST_CFLAGS) $(FUSE_CFLAGS)
 tests_unit_test_view_LDADD = $(FS_TEST_LDADD)
+tests_unit_test_journal_SOURCES = tests/unit/test-journal.c tests/unit/view-util.c \
+	tests/unit/view-util.h
+tests_unit_test_journal_CFLAGS = $(TEST_CFLAGS) $(FUSE_CFLAGS)
+tests_unit_test_journal_LDADD = $(FS_TEST_LDADD)
 endif

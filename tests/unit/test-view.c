@@ -18,10 +18,9 @@
 #include "fs/view.h"
 #include "store/store.h"
 #include "tests/unit/testutil.h"
+#include "tests/unit/view-util.h"
 
 enum {
-	PID_OP = 100,	   /* the resolver maps this pid to OP */
-	PID_SESSION = 200, /* … and this one to nothing: the session's own write */
 	MAX_ENTRIES = 64,
 };
 
@@ -34,12 +33,6 @@ static struct eos_digest tree_before;
 
 #define ck_ok(r, err) \
 	ck_assert_msg((r) >= 0, "line %d: %s", __LINE__, eos_error_message(&(err), (r)))
-#define ck_rc(expr, want)                                                                 \
-	do {                                                                              \
-		long got_ = (long)(expr);                                                 \
-		ck_assert_msg(got_ == (long)(want), "line %d: %s returned %ld, want %ld", \
-			      __LINE__, #expr, got_, (long)(want));                       \
-	} while (0)
 
 /* --- fixture --------------------------------------------------------------------------------- */
 
@@ -139,92 +132,18 @@ view_open(const char *session, bool create)
 	return v;
 }
 
-static struct eos_node *
-root(struct eos_view *v)
-{
-	struct eos_node *n = eos_node_get(v, EOS_ROOT_INO);
-
-	ck_assert_ptr_nonnull(n);
-	return n;
-}
-
-/* The node at path ('/'-separated, relative to the root). */
-static struct eos_node *
-lookup(struct eos_view *v, const char *path)
-{
-	cleanup_free char *copy = strdup(path);
-	struct eos_node *n = root(v);
-	char *save = NULL;
-
-	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		int r = eos_fs_lookup(v, n, c, &n);
-
-		ck_assert_msg(r == 0, "lookup '%s' ('%s'): %s", path, c, strerror(-r));
-	}
-	return n;
-}
-
 static int
 lookup_rc(struct eos_view *v, const char *dir, const char *name)
 {
 	struct eos_node *n;
 
-	return eos_fs_lookup(v, dir[0] ? lookup(v, dir) : root(v), name, &n);
+	return eos_fs_lookup(v, dir[0] ? tv_lookup(v, dir) : tv_root(v), name, &n);
 }
 
-static struct eos_ctx
-ctx_of(pid_t pid)
-{
-	return (struct eos_ctx){ .uid = getuid(), .gid = getgid(), .pid = pid };
-}
-
-static struct eos_node *
-make(struct eos_view *v, const char *dir, const char *name, uint32_t mode, const char *target)
-{
-	struct eos_ctx c = ctx_of(PID_SESSION);
-	struct eos_node *n = NULL;
-	int r = eos_fs_make(v, &c, dir[0] ? lookup(v, dir) : root(v), name, mode, target, &n);
-
-	ck_assert_msg(r == 0, "make '%s' in '%s': %s", name, dir, strerror(-r));
-	return n;
-}
-
-/* Open path for writing as pid, write text at off, release. */
-static void
-write_at(struct eos_view *v, const char *path, pid_t pid, uint64_t off, const char *text)
-{
-	struct eos_ctx c = ctx_of(pid);
-	struct eos_handle *h = NULL;
-	int r = eos_fs_open(v, &c, lookup(v, path), O_WRONLY, &h);
-
-	ck_assert_msg(r == 0, "open '%s': %s", path, strerror(-r));
-	ck_rc(eos_fs_write(v, h, text, strlen(text), off), strlen(text));
-	ck_rc(eos_fs_release(v, h), 0);
-}
-
-/* The whole content of path in the view, NUL-terminated into buf. */
-static const char *
-read_all(struct eos_view *v, const char *path, char *buf, size_t size)
-{
-	struct eos_ctx c = ctx_of(PID_SESSION);
-	struct eos_handle *h = NULL;
-	int r = eos_fs_open(v, &c, lookup(v, path), O_RDONLY, &h);
-	int fd;
-	ssize_t n;
-
-	ck_assert_msg(r == 0, "open '%s': %s", path, strerror(-r));
-	fd = eos_fs_read_fd(h);
-	n = fd >= 0 ? pread(fd, buf, size - 1, 0) : eos_fs_read(v, h, buf, size - 1, 0);
-	ck_assert_msg(n >= 0, "read '%s': %zd", path, n);
-	buf[n] = 0;
-	ck_rc(eos_fs_release(v, h), 0);
-	return buf;
-}
-
-#define ck_content(v, path, want)                                                    \
-	do {                                                                         \
-		char buf_[256];                                                      \
-		ck_assert_str_eq(read_all((v), (path), buf_, sizeof(buf_)), (want)); \
+#define ck_content(v, path, want)                                                       \
+	do {                                                                            \
+		char buf_[256];                                                         \
+		ck_assert_str_eq(tv_read_all((v), (path), buf_, sizeof(buf_)), (want)); \
 	} while (0)
 
 /* The store's file at the head, NUL-terminated into buf. */
@@ -526,26 +445,26 @@ change_everything(struct eos_view *v)
 	struct stat attr = { .st_mode = 0600 }, out;
 
 	/* a new file written by an operation, then by the session itself */
-	make(v, "", "new.txt", S_IFREG | 0644, NULL);
-	write_at(v, "new.txt", PID_OP, 0, "hello new");
-	write_at(v, "new.txt", PID_SESSION, 9, "XYZ");
+	tv_make(v, "", "new.txt", S_IFREG | 0644, NULL);
+	tv_write_at(v, "new.txt", PID_OP, 0, "hello new");
+	tv_write_at(v, "new.txt", PID_SESSION, 9, "XYZ");
 	/* a lower file modified in place (copy-up), another deleted */
-	write_at(v, "a.txt", PID_OP, 0, "HE");
-	ck_rc(eos_fs_unlink(v, root(v), "b.txt", false), 0);
+	tv_write_at(v, "a.txt", PID_OP, 0, "HE");
+	ck_rc(eos_fs_unlink(v, tv_root(v), "b.txt", false), 0);
 	/* a new directory with a file */
-	make(v, "", "newdir", S_IFDIR | 0755, NULL);
-	make(v, "newdir", "inner.txt", S_IFREG | 0640, NULL);
-	write_at(v, "newdir/inner.txt", PID_SESSION, 0, "inner");
+	tv_make(v, "", "newdir", S_IFDIR | 0755, NULL);
+	tv_make(v, "newdir", "inner.txt", S_IFREG | 0640, NULL);
+	tv_write_at(v, "newdir/inner.txt", PID_SESSION, 0, "inner");
 	/* a lower directory renamed, then a file below it changed */
-	ck_rc(eos_fs_rename(v, root(v), "dir", root(v), "moved", 0), 0);
-	write_at(v, "moved/x.txt", PID_SESSION, 0, "DIR");
+	ck_rc(eos_fs_rename(v, tv_root(v), "dir", tv_root(v), "moved", 0), 0);
+	tv_write_at(v, "moved/x.txt", PID_SESSION, 0, "DIR");
 	/* a hard link of a lower file, a chmod, an xattr, a symlink, a deep change */
-	ck_rc(eos_fs_link(v, lookup(v, "e.txt"), root(v), "e-link"), 0);
-	ck_rc(eos_fs_setattr(v, lookup(v, "c.txt"), &attr, EOS_SET_MODE, &out), 0);
+	ck_rc(eos_fs_link(v, tv_lookup(v, "e.txt"), tv_root(v), "e-link"), 0);
+	ck_rc(eos_fs_setattr(v, tv_lookup(v, "c.txt"), &attr, EOS_SET_MODE, &out), 0);
 	ck_assert_uint_eq(out.st_mode, S_IFREG | 0600);
-	ck_rc(eos_xattr_set(v, lookup(v, "x.txt"), "user.k", "val", 3, 0), 0);
-	make(v, "", "sym", S_IFLNK | 0777, "a.txt");
-	write_at(v, "keep/deep/f.txt", PID_OP, 0, "DEEP");
+	ck_rc(eos_xattr_set(v, tv_lookup(v, "x.txt"), "user.k", "val", 3, 0), 0);
+	tv_make(v, "", "sym", S_IFLNK | 0777, "a.txt");
+	tv_write_at(v, "keep/deep/f.txt", PID_OP, 0, "DEEP");
 }
 
 /* What the view shows after change_everything(). */
@@ -564,12 +483,12 @@ check_view_contents(struct eos_view *v)
 	ck_content(v, "newdir/inner.txt", "inner");
 	ck_rc(lookup_rc(v, "", "b.txt"), -ENOENT);
 	ck_rc(lookup_rc(v, "", "dir"), -ENOENT);
-	ck_assert_ptr_eq(lookup(v, "e-link"), lookup(v, "e.txt"));
-	ck_assert_uint_eq(lookup(v, "e.txt")->nlink, 2);
-	n = eos_xattr_get(v, lookup(v, "x.txt"), "user.k", buf, sizeof(buf));
+	ck_assert_ptr_eq(tv_lookup(v, "e-link"), tv_lookup(v, "e.txt"));
+	ck_assert_uint_eq(tv_lookup(v, "e.txt")->nlink, 2);
+	n = eos_xattr_get(v, tv_lookup(v, "x.txt"), "user.k", buf, sizeof(buf));
 	ck_assert_int_eq(n, 3);
 	ck_assert_mem_eq(buf, "val", 3);
-	ck_assert_uint_eq(lookup(v, "c.txt")->mode, S_IFREG | 0600);
+	ck_assert_uint_eq(tv_lookup(v, "c.txt")->mode, S_IFREG | 0600);
 }
 
 /* Every entry of the delta after change_everything(), in order. */
@@ -596,7 +515,8 @@ check_delta(const struct delta *d)
 	/* a hard link: a new name of e.txt's node */
 	expect_entry(d, i++, "e-link", EOS_DELTA_PUT, S_IFREG | 0644);
 	expect_store_content(entry(d, "e-link"), 3);
-	expect_entry(d, i++, "e.txt", EOS_DELTA_ATTR, S_IFREG | 0644);
+	/* every name of a linked file is a put, so that the publish links them */
+	expect_entry(d, i++, "e.txt", EOS_DELTA_PUT, S_IFREG | 0644);
 	expect_store_content(entry(d, "e.txt"), 3);
 	ck_assert_uint_eq(entry(d, "e-link")->node, entry(d, "e.txt")->node);
 	ck_assert_ptr_null(entry(d, "e.txt")->origin);
@@ -661,7 +581,7 @@ START_TEST(test_delta_persist_reopen)
 	check_view_contents(v);
 	delta_free(after);
 	/* and the view keeps working: one more change is one more entry */
-	write_at(v, "c.txt", PID_OP, 3, "!");
+	tv_write_at(v, "c.txt", PID_OP, 3, "!");
 	after = capture(v);
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert_str_eq(entry(after, "c.txt")->data, "ccc!");
@@ -695,9 +615,10 @@ START_TEST(test_many_ranges_persist)
 	struct eos_view *v = view_open("s1", true);
 	struct delta *d;
 
-	make(v, "", "sparse.txt", S_IFREG | 0644, NULL);
+	tv_make(v, "", "sparse.txt", S_IFREG | 0644, NULL);
 	for (int i = 0; i < 8; i++)
-		write_at(v, "sparse.txt", i % 2 ? PID_SESSION : PID_OP, (uint64_t)i * 10, "abcde");
+		tv_write_at(v, "sparse.txt", i % 2 ? PID_SESSION : PID_OP, (uint64_t)i * 10,
+			    "abcde");
 	d = capture(v);
 	EXPECT_RANGES(entry(d, "sparse.txt"), { 0, 5, OP }, { 10, 15, SELF }, { 20, 25, OP },
 		      { 30, 35, SELF }, { 40, 45, OP }, { 50, 55, SELF }, { 60, 65, OP },
@@ -712,18 +633,18 @@ END_TEST
 START_TEST(test_writelog_follows_node)
 {
 	struct eos_view *v = view_open("s1", true);
-	struct eos_ctx c = ctx_of(PID_OP);
+	struct eos_ctx c = tv_ctx_of(PID_OP);
 	struct stat attr = { .st_size = 5 }, out;
 	struct eos_handle *h = NULL;
 	struct delta *d;
 
-	make(v, "", "w.txt", S_IFREG | 0644, NULL);
-	write_at(v, "w.txt", PID_OP, 0, "0123456789");
-	ck_rc(eos_fs_rename(v, root(v), "w.txt", root(v), "w2.txt", 0), 0);
-	ck_rc(eos_fs_link(v, lookup(v, "w2.txt"), root(v), "w3.txt"), 0);
-	write_at(v, "w3.txt", PID_SESSION, 10, "ab");
+	tv_make(v, "", "w.txt", S_IFREG | 0644, NULL);
+	tv_write_at(v, "w.txt", PID_OP, 0, "0123456789");
+	ck_rc(eos_fs_rename(v, tv_root(v), "w.txt", tv_root(v), "w2.txt", 0), 0);
+	ck_rc(eos_fs_link(v, tv_lookup(v, "w2.txt"), tv_root(v), "w3.txt"), 0);
+	tv_write_at(v, "w3.txt", PID_SESSION, 10, "ab");
 	/* O_TRUNC on a lower file: no copy of the old bytes */
-	ck_rc(eos_fs_open(v, &c, lookup(v, "x.txt"), O_WRONLY | O_TRUNC, &h), 0);
+	ck_rc(eos_fs_open(v, &c, tv_lookup(v, "x.txt"), O_WRONLY | O_TRUNC, &h), 0);
 	ck_rc(eos_fs_write(v, h, "n", 1, 0), 1);
 	ck_rc(eos_fs_release(v, h), 0);
 	d = capture(v);
@@ -741,7 +662,7 @@ START_TEST(test_writelog_follows_node)
 	delta_free(d);
 
 	/* truncation cuts the log */
-	ck_rc(eos_fs_setattr(v, lookup(v, "w2.txt"), &attr, EOS_SET_SIZE, &out), 0);
+	ck_rc(eos_fs_setattr(v, tv_lookup(v, "w2.txt"), &attr, EOS_SET_SIZE, &out), 0);
 	ck_assert_int_eq(out.st_size, 5);
 	v = reopen_same(v);
 	d = capture(v);
@@ -749,8 +670,8 @@ START_TEST(test_writelog_follows_node)
 	EXPECT_RANGES(entry(d, "w3.txt"), { 0, 5, OP });
 	delta_free(d);
 	/* after the reopen, the same operation extends its own range */
-	write_at(v, "w2.txt", PID_OP, 5, "5");
-	write_at(v, "x.txt", PID_SESSION, 1, "o");
+	tv_write_at(v, "w2.txt", PID_OP, 5, "5");
+	tv_write_at(v, "x.txt", PID_SESSION, 1, "o");
 	d = capture(v);
 	EXPECT_RANGES(entry(d, "w2.txt"), { 0, 6, OP });
 	EXPECT_RANGES(entry(d, "x.txt"), { 0, 1, OP }, { 1, 2, SELF });
@@ -766,31 +687,32 @@ START_TEST(test_replace_and_opaque)
 {
 	struct eos_view *v = view_open("s1", true);
 	struct eos_node *n = NULL;
-	struct eos_ctx c = ctx_of(PID_SESSION);
+	struct eos_ctx c = tv_ctx_of(PID_SESSION);
 	struct delta *d;
 
 	/* errors first: nothing of these may show in the delta */
-	ck_rc(eos_fs_unlink(v, root(v), "dir", true), -ENOTEMPTY);
-	ck_rc(eos_fs_unlink(v, root(v), "dir", false), -EISDIR);
-	ck_rc(eos_fs_unlink(v, root(v), "a.txt", true), -ENOTDIR);
-	ck_rc(eos_fs_unlink(v, root(v), "nosuch", false), -ENOENT);
-	ck_rc(eos_fs_make(v, &c, root(v), "a.txt", S_IFREG | 0644, NULL, &n), -EEXIST);
-	ck_rc(eos_fs_make(v, &c, root(v), "dir", S_IFDIR | 0755, NULL, &n), -EEXIST);
-	ck_rc(eos_fs_rename(v, root(v), "dir", root(v), "a.txt", 0), -ENOTDIR);
-	ck_rc(eos_fs_rename(v, root(v), "a.txt", root(v), "dir", 0), -EISDIR);
-	ck_rc(eos_fs_rename(v, root(v), "a.txt", root(v), "c.txt", EOS_RENAME_NOREPLACE), -EEXIST);
+	ck_rc(eos_fs_unlink(v, tv_root(v), "dir", true), -ENOTEMPTY);
+	ck_rc(eos_fs_unlink(v, tv_root(v), "dir", false), -EISDIR);
+	ck_rc(eos_fs_unlink(v, tv_root(v), "a.txt", true), -ENOTDIR);
+	ck_rc(eos_fs_unlink(v, tv_root(v), "nosuch", false), -ENOENT);
+	ck_rc(eos_fs_make(v, &c, tv_root(v), "a.txt", S_IFREG | 0644, NULL, &n), -EEXIST);
+	ck_rc(eos_fs_make(v, &c, tv_root(v), "dir", S_IFDIR | 0755, NULL, &n), -EEXIST);
+	ck_rc(eos_fs_rename(v, tv_root(v), "dir", tv_root(v), "a.txt", 0), -ENOTDIR);
+	ck_rc(eos_fs_rename(v, tv_root(v), "a.txt", tv_root(v), "dir", 0), -EISDIR);
+	ck_rc(eos_fs_rename(v, tv_root(v), "a.txt", tv_root(v), "c.txt", EOS_RENAME_NOREPLACE),
+	      -EEXIST);
 
-	ck_rc(eos_fs_rename(v, root(v), "a.txt", root(v), "c.txt", 0), 0);
-	ck_rc(eos_fs_unlink(v, lookup(v, "keep/deep"), "f.txt", false), 0);
-	ck_rc(eos_fs_unlink(v, lookup(v, "keep"), "deep", true), 0);
-	make(v, "keep", "deep", S_IFDIR | 0700, NULL);
+	ck_rc(eos_fs_rename(v, tv_root(v), "a.txt", tv_root(v), "c.txt", 0), 0);
+	ck_rc(eos_fs_unlink(v, tv_lookup(v, "keep/deep"), "f.txt", false), 0);
+	ck_rc(eos_fs_unlink(v, tv_lookup(v, "keep"), "deep", true), 0);
+	tv_make(v, "keep", "deep", S_IFDIR | 0700, NULL);
 	ck_rc(lookup_rc(v, "keep/deep", "f.txt"), -ENOENT);
-	make(v, "", "tmp.txt", S_IFREG | 0644, NULL);
-	ck_rc(eos_fs_unlink(v, root(v), "tmp.txt", false), 0);
-	ck_rc(eos_fs_rename(v, root(v), "dir", root(v), "moved", 0), 0);
-	ck_rc(eos_fs_rename(v, root(v), "moved", root(v), "dir", 0), 0);
-	ck_rc(eos_fs_link(v, lookup(v, "e.txt"), root(v), "e-link"), 0);
-	ck_rc(eos_fs_unlink(v, root(v), "e.txt", false), 0);
+	tv_make(v, "", "tmp.txt", S_IFREG | 0644, NULL);
+	ck_rc(eos_fs_unlink(v, tv_root(v), "tmp.txt", false), 0);
+	ck_rc(eos_fs_rename(v, tv_root(v), "dir", tv_root(v), "moved", 0), 0);
+	ck_rc(eos_fs_rename(v, tv_root(v), "moved", tv_root(v), "dir", 0), 0);
+	ck_rc(eos_fs_link(v, tv_lookup(v, "e.txt"), tv_root(v), "e-link"), 0);
+	ck_rc(eos_fs_unlink(v, tv_root(v), "e.txt", false), 0);
 
 	for (int round = 0; round < 2; round++) {
 		d = capture(v);
@@ -834,10 +756,11 @@ START_TEST(test_exchange)
 	struct eos_view *v = view_open("s1", true);
 	struct delta *d;
 
-	make(v, "", "n.txt", S_IFREG | 0600, NULL);
-	write_at(v, "n.txt", PID_OP, 0, "new");
-	ck_rc(eos_fs_rename(v, root(v), "a.txt", root(v), "n.txt", EOS_RENAME_EXCHANGE), 0);
-	ck_rc(eos_fs_rename(v, root(v), "a.txt", root(v), "nosuch", EOS_RENAME_EXCHANGE), -ENOENT);
+	tv_make(v, "", "n.txt", S_IFREG | 0600, NULL);
+	tv_write_at(v, "n.txt", PID_OP, 0, "new");
+	ck_rc(eos_fs_rename(v, tv_root(v), "a.txt", tv_root(v), "n.txt", EOS_RENAME_EXCHANGE), 0);
+	ck_rc(eos_fs_rename(v, tv_root(v), "a.txt", tv_root(v), "nosuch", EOS_RENAME_EXCHANGE),
+	      -ENOENT);
 	for (int round = 0; round < 2; round++) {
 		ck_content(v, "a.txt", "new");
 		ck_content(v, "n.txt", "hello lower a");
@@ -866,17 +789,17 @@ START_TEST(test_rename_dir_reuse_name)
 	struct delta *d;
 	char *target = NULL;
 
-	ck_rc(eos_fs_rename(v, root(v), "dir", root(v), "moved", 0), 0);
-	make(v, "", "dir", S_IFDIR | 0750, NULL);
-	make(v, "dir", "fresh.txt", S_IFREG | 0644, NULL);
-	ck_rc(eos_fs_unlink(v, lookup(v, "moved/sub"), "y.txt", false), 0);
-	ck_rc(eos_fs_rename(v, root(v), "ln", root(v), "ln2", 0), 0);
+	ck_rc(eos_fs_rename(v, tv_root(v), "dir", tv_root(v), "moved", 0), 0);
+	tv_make(v, "", "dir", S_IFDIR | 0750, NULL);
+	tv_make(v, "dir", "fresh.txt", S_IFREG | 0644, NULL);
+	ck_rc(eos_fs_unlink(v, tv_lookup(v, "moved/sub"), "y.txt", false), 0);
+	ck_rc(eos_fs_rename(v, tv_root(v), "ln", tv_root(v), "ln2", 0), 0);
 	for (int round = 0; round < 2; round++) {
 		ck_content(v, "moved/x.txt", "dir x");
 		ck_rc(lookup_rc(v, "dir", "x.txt"), -ENOENT);
 		ck_rc(lookup_rc(v, "dir", "sub"), -ENOENT);
 		ck_rc(lookup_rc(v, "moved/sub", "y.txt"), -ENOENT);
-		ck_rc(eos_fs_readlink(v, lookup(v, "ln2"), &target), 0);
+		ck_rc(eos_fs_readlink(v, tv_lookup(v, "ln2"), &target), 0);
 		ck_assert_str_eq(target, "a.txt");
 		free(target);
 		d = capture(v);
@@ -943,15 +866,15 @@ START_TEST(test_orphans_discarded)
 	uint64_t file_ino, dir_ino;
 	struct delta *d;
 
-	file_ino = make(v, "", "o.txt", S_IFREG | 0644, NULL)->ino;
-	dir_ino = make(v, "", "odir", S_IFDIR | 0755, NULL)->ino;
-	write_at(v, "o.txt", PID_OP, 0, "orphan");
+	file_ino = tv_make(v, "", "o.txt", S_IFREG | 0644, NULL)->ino;
+	dir_ino = tv_make(v, "", "odir", S_IFDIR | 0755, NULL)->ino;
+	tv_write_at(v, "o.txt", PID_OP, 0, "orphan");
 	ck_assert_int_ge(asprintf(&data, "%s/sessions/%s/s1/%016llx", fx.dir, SBX,
 				  (unsigned long long)file_ino),
 			 0);
 	ck_assert(access(data, F_OK) == 0);
-	ck_rc(eos_fs_unlink(v, root(v), "o.txt", false), 0);
-	ck_rc(eos_fs_unlink(v, root(v), "odir", true), 0);
+	ck_rc(eos_fs_unlink(v, tv_root(v), "o.txt", false), 0);
+	ck_rc(eos_fs_unlink(v, tv_root(v), "odir", true), 0);
 	d = capture(v);
 	ck_assert_uint_eq(d->n, 0);
 	delta_free(d);
@@ -973,6 +896,111 @@ START_TEST(test_orphans_discarded)
 	ck_assert_msg(!has_record("s1", key_dir, sizeof(key_dir)),
 		      "the record of removed directory inode %llu is left",
 		      (unsigned long long)dir_ino);
+}
+END_TEST
+
+/*
+ * A storm of creates and deletes leaves nothing behind: the node table, the directory's dirents
+ * and the session's records shrink back as the files go (bench/churn measures the memory).
+ */
+START_TEST(test_churn_leaves_nothing)
+{
+	enum {
+		CHURN = 100000
+	};
+	struct eos_view *v = view_open("s1", true);
+	size_t slots = 0, records = 0;
+	char name[32];
+
+	tv_make(v, "", "churn", S_IFDIR | 0755, NULL);
+	for (unsigned i = 0; i < CHURN; i++) {
+		struct eos_node *n;
+
+		snprintf(name, sizeof(name), "f%u", i);
+		n = tv_make(v, "churn", name, S_IFREG | 0644, NULL);
+		ck_rc(eos_fs_unlink(v, tv_lookup(v, "churn"), name, false), 0);
+		eos_node_forget(v, n->ino, 1); /* the kernel's FORGET */
+	}
+	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++)
+		slots += eos_hashmap_count(&v->shards[i].nodes);
+	ck_assert_msg(slots < CHURN / 3, "%zu node slots left after %u creates and deletes", slots,
+		      CHURN);
+	ck_assert_uint_lt(eos_hashmap_count(&tv_lookup(v, "churn")->dirents), 200);
+	records = eos_test_session_records(fx.st, SBX, "s1");
+	ck_assert_uint_lt(records, 10);
+	eos_view_close(v);
+}
+END_TEST
+
+struct check_seen {
+	unsigned data, dirent;
+	char data_msg[1024];
+};
+
+static void
+check_one(void *ctx, const char *kind, const char *message)
+{
+	struct check_seen *c = ctx;
+
+	if (strcmp(kind, "session-data") == 0) {
+		c->data++;
+		snprintf(c->data_msg, sizeof(c->data_msg), "%s", message);
+	} else if (strcmp(kind, "session-dirent") == 0) {
+		c->dirent++;
+	}
+}
+
+static int
+check_session(struct check_seen *seen)
+{
+	struct eos_view_options o = {
+		.store = fx.st, .sandbox = SBX, .session = "s1", .inspect = true
+	};
+	struct eos_error err = { 0 };
+	struct eos_view *v = NULL;
+	int r = eos_view_open(&o, &v, &err);
+
+	ck_ok(r, err);
+	r = eos_view_check(v, check_one, seen, &err);
+	ck_ok(r, err);
+	eos_view_close(v);
+	return r;
+}
+
+/* fsck's session check: a file whose data file is gone, a dirent naming no node. */
+START_TEST(test_check_finds_lost_data)
+{
+	struct eos_view *v = view_open("s1", true);
+	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
+	struct check_seen seen = { 0 };
+	struct eos_error err = { 0 };
+	cleanup_free char *data = NULL;
+	uint8_t key[1 + 8 + 5] = { 'd', 0, 0, 0, 0, 0, 0, 0, 1, 'g', 'h', 'o', 's', 't' };
+	uint8_t ghost[8] = { 0x0f, 0x27 }; /* inode 9999, little-endian */
+	uint64_t ino;
+	int r;
+
+	tv_make(v, "", "kept.txt", S_IFREG | 0644, NULL);
+	tv_write_at(v, "kept.txt", PID_OP, 0, "kept");
+	ino = tv_make(v, "", "lost.txt", S_IFREG | 0644, NULL)->ino;
+	tv_write_at(v, "lost.txt", PID_OP, 0, "lost data");
+	tv_write_at(v, "a.txt", PID_OP, 0, "HELLO");
+	eos_view_close(v);
+	ck_rc(check_session(&seen), 0);
+	ck_assert_int_ge(
+		asprintf(&data, "%s/sessions/%s/s1/%016llx", fx.dir, SBX, (unsigned long long)ino),
+		0);
+	ck_assert_int_eq(unlink(data), 0);
+	r = eos_session_batch_new(fx.st, SBX, "s1", &b, &err);
+	ck_ok(r, err);
+	ck_rc(eos_session_batch_put(b, key, sizeof(key), ghost, sizeof(ghost)), 0);
+	r = eos_session_batch_write(b, true, &err);
+	ck_ok(r, err);
+	ck_rc(check_session(&seen), 2);
+	ck_assert_uint_eq(seen.data, 1);
+	ck_assert_uint_eq(seen.dirent, 1);
+	ck_assert_msg(strstr(seen.data_msg, "'lost.txt'") && strstr(seen.data_msg, "missing"),
+		      "the message does not name the file: %s", seen.data_msg);
 }
 END_TEST
 
@@ -1006,9 +1034,9 @@ START_TEST(test_sessions_isolated)
 	struct eos_view *v1 = view_open("s1", true), *v2 = view_open("s2", true);
 	struct delta *d;
 
-	write_at(v1, "a.txt", PID_OP, 0, "ONE");
-	make(v1, "", "only1", S_IFREG | 0644, NULL);
-	ck_rc(eos_fs_unlink(v2, root(v2), "a.txt", false), 0);
+	tv_write_at(v1, "a.txt", PID_OP, 0, "ONE");
+	tv_make(v1, "", "only1", S_IFREG | 0644, NULL);
+	ck_rc(eos_fs_unlink(v2, tv_root(v2), "a.txt", false), 0);
 	ck_content(v1, "a.txt", "ONElo lower a");
 	ck_rc(lookup_rc(v2, "", "a.txt"), -ENOENT);
 	ck_rc(lookup_rc(v2, "", "only1"), -ENOENT);
@@ -1039,7 +1067,7 @@ view_open_ro(uint64_t version)
 START_TEST(test_read_only_refuses_changes)
 {
 	struct eos_view *v = view_open_ro(0);
-	struct eos_ctx c = ctx_of(PID_OP);
+	struct eos_ctx c = tv_ctx_of(PID_OP);
 	struct stat attr = { .st_mode = 0600 }, out;
 	struct eos_handle *h = NULL;
 	struct eos_node *n = NULL;
@@ -1048,21 +1076,21 @@ START_TEST(test_read_only_refuses_changes)
 	ck_assert(eos_view_read_only(v));
 	ck_assert_uint_eq(eos_view_version(v), 1);
 	ck_content(v, "a.txt", "hello lower a");
-	ck_rc(eos_fs_make(v, &c, root(v), "new", S_IFREG | 0644, NULL, &n), -EROFS);
-	ck_rc(eos_fs_make(v, &c, root(v), "d", S_IFDIR | 0755, NULL, &n), -EROFS);
-	ck_rc(eos_fs_unlink(v, root(v), "a.txt", false), -EROFS);
-	ck_rc(eos_fs_unlink(v, root(v), "dir", true), -EROFS);
-	ck_rc(eos_fs_rename(v, root(v), "a.txt", root(v), "z.txt", 0), -EROFS);
-	ck_rc(eos_fs_link(v, lookup(v, "a.txt"), root(v), "l"), -EROFS);
-	ck_rc(eos_fs_setattr(v, lookup(v, "a.txt"), &attr, EOS_SET_MODE, &out), -EROFS);
-	ck_rc(eos_xattr_set(v, lookup(v, "a.txt"), "user.k", "v", 1, 0), -EROFS);
-	ck_rc(eos_fs_open(v, &c, lookup(v, "a.txt"), O_WRONLY, &h), -EROFS);
-	ck_rc(eos_fs_open(v, &c, lookup(v, "a.txt"), O_RDWR, &h), -EROFS);
-	ck_rc(eos_fs_open(v, &c, lookup(v, "a.txt"), O_RDONLY | O_TRUNC, &h), -EROFS);
+	ck_rc(eos_fs_make(v, &c, tv_root(v), "new", S_IFREG | 0644, NULL, &n), -EROFS);
+	ck_rc(eos_fs_make(v, &c, tv_root(v), "d", S_IFDIR | 0755, NULL, &n), -EROFS);
+	ck_rc(eos_fs_unlink(v, tv_root(v), "a.txt", false), -EROFS);
+	ck_rc(eos_fs_unlink(v, tv_root(v), "dir", true), -EROFS);
+	ck_rc(eos_fs_rename(v, tv_root(v), "a.txt", tv_root(v), "z.txt", 0), -EROFS);
+	ck_rc(eos_fs_link(v, tv_lookup(v, "a.txt"), tv_root(v), "l"), -EROFS);
+	ck_rc(eos_fs_setattr(v, tv_lookup(v, "a.txt"), &attr, EOS_SET_MODE, &out), -EROFS);
+	ck_rc(eos_xattr_set(v, tv_lookup(v, "a.txt"), "user.k", "v", 1, 0), -EROFS);
+	ck_rc(eos_fs_open(v, &c, tv_lookup(v, "a.txt"), O_WRONLY, &h), -EROFS);
+	ck_rc(eos_fs_open(v, &c, tv_lookup(v, "a.txt"), O_RDWR, &h), -EROFS);
+	ck_rc(eos_fs_open(v, &c, tv_lookup(v, "a.txt"), O_RDONLY | O_TRUNC, &h), -EROFS);
 	ck_assert_ptr_null(h);
 	ck_rc(eos_view_delta(v, capture_one, NULL, &err), -EINVAL);
 	ck_rc(lookup_rc(v, "", "new"), -ENOENT);
-	ck_assert_uint_eq(lookup(v, "a.txt")->mode, S_IFREG | 0644);
+	ck_assert_uint_eq(tv_lookup(v, "a.txt")->mode, S_IFREG | 0644);
 	eos_view_close(v);
 	/* an explicit version works the same */
 	v = view_open_ro(1);
@@ -1078,15 +1106,15 @@ END_TEST
 static void
 big_check(struct eos_view *v, const char *model, size_t size)
 {
-	struct eos_ctx c = ctx_of(PID_SESSION);
+	struct eos_ctx c = tv_ctx_of(PID_SESSION);
 	cleanup_free char *buf = malloc(size + 1);
 	struct eos_handle *h = NULL;
 	struct stat st;
 	size_t done = 0;
 
-	ck_rc(eos_fs_getattr(v, lookup(v, "big.bin"), &st), 0);
+	ck_rc(eos_fs_getattr(v, tv_lookup(v, "big.bin"), &st), 0);
 	ck_assert_uint_eq((uint64_t)st.st_size, size);
-	ck_rc(eos_fs_open(v, &c, lookup(v, "big.bin"), O_RDONLY, &h), 0);
+	ck_rc(eos_fs_open(v, &c, tv_lookup(v, "big.bin"), O_RDONLY, &h), 0);
 	while (done < size) { /* odd-sized reads cross present and lower ranges */
 		ssize_t got = eos_fs_read(v, h, buf + done, EOS_MIN(size - done, 77777), done);
 
@@ -1101,12 +1129,12 @@ big_check(struct eos_view *v, const char *model, size_t size)
 static void
 big_write(struct eos_view *v, char *model, size_t *size, uint64_t off, size_t len)
 {
-	struct eos_ctx c = ctx_of(PID_OP);
+	struct eos_ctx c = tv_ctx_of(PID_OP);
 	struct eos_handle *h = NULL;
 	char chunk[4096];
 
 	memset(chunk, (int)(off % 251) + 1, sizeof(chunk));
-	ck_rc(eos_fs_open(v, &c, lookup(v, "big.bin"), O_WRONLY, &h), 0);
+	ck_rc(eos_fs_open(v, &c, tv_lookup(v, "big.bin"), O_WRONLY, &h), 0);
 	for (size_t done = 0; done < len; done += EOS_MIN(len - done, sizeof(chunk)))
 		ck_rc(eos_fs_write(v, h, chunk, EOS_MIN(len - done, sizeof(chunk)), off + done),
 		      (long)EOS_MIN(len - done, sizeof(chunk)));
@@ -1123,7 +1151,7 @@ big_truncate(struct eos_view *v, char *model, size_t *size, size_t to)
 {
 	struct stat want = { .st_size = (off_t)to }, got;
 
-	ck_rc(eos_fs_setattr(v, lookup(v, "big.bin"), &want, EOS_SET_SIZE, &got), 0);
+	ck_rc(eos_fs_setattr(v, tv_lookup(v, "big.bin"), &want, EOS_SET_SIZE, &got), 0);
 	if (to > *size)
 		memset(model + *size, 0, to - *size);
 	*size = to;
@@ -1226,6 +1254,8 @@ view_suite(void)
 	tcase_add_test(tc, test_exchange);
 	tcase_add_test(tc, test_rename_dir_reuse_name);
 	tcase_add_test(tc, test_orphans_discarded);
+	tcase_add_test(tc, test_churn_leaves_nothing);
+	tcase_add_test(tc, test_check_finds_lost_data);
 	tcase_add_test(tc, test_new_session_empty_delta);
 	tcase_add_test(tc, test_sessions_isolated);
 	tcase_add_test(tc, test_read_only_refuses_changes);

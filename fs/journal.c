@@ -1,0 +1,514 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs/journal: the session's write journal (see journal.h).
+ *
+ * File: a 32-byte header (magic "EOSJRNL1", le64 generation, the 16-byte session nonce), then
+ * 72-byte records: le64 seq · le64 ino · u8 type (1 write) · u8 copy-up · le16 0 · le32 op ·
+ * le64 start · le64 end · le64 size · le64 mtime (ns) · le64 lower limit · le64 check (the
+ * hash of the 64 bytes before it). A record that does not check ends the generation (a torn
+ * tail after a power loss).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/cleanup.h"
+#include "common/endian.h"
+#include "common/hashmap.h"
+#include "common/log.h"
+
+#include "fs/view-internal.h"
+
+static const char MAGIC[8] = "EOSJRNL1";
+
+enum {
+	HEADER_BYTES = 32,
+	RECORD_BYTES = 72,
+	RECORD_CHECKED = 64, /* bytes covered by the check */
+	REC_WRITE = 1,
+	ROTATE_BYTES = 4 << 20,	  /* a generation this large is rotated */
+	PREALLOC_BYTES = 1 << 20, /* preallocated ahead of the appends */
+	PREALLOC_MIN = 64 << 10,  /* refill when less than this is left */
+	KEY_JOURNAL = 'J',
+};
+
+struct jrec {
+	uint64_t seq, ino;
+	uint8_t type, copyup;
+	uint32_t op;
+	uint64_t start, end, size;
+	int64_t mtime_ns;
+	uint64_t lower_limit;
+};
+
+void
+eos_journal_init(struct eos_journal *j)
+{
+	*j = (struct eos_journal){ .fd = -1 };
+	pthread_rwlock_init(&j->lock, NULL);
+	pthread_mutex_init(&j->rotate_lock, NULL);
+	pthread_mutex_init(&j->room_lock, NULL);
+	atomic_store(&j->next_seq, 1);
+}
+
+static void
+gen_name(uint64_t gen, char *out, size_t size)
+{
+	snprintf(out, size, "journal-%016" PRIx64, gen);
+}
+
+static void
+rec_encode(const struct jrec *r, uint8_t *p)
+{
+	memset(p, 0, RECORD_BYTES);
+	eos_put_le64(p, r->seq);
+	eos_put_le64(p + 8, r->ino);
+	p[16] = r->type;
+	p[17] = r->copyup;
+	eos_put_le32(p + 20, r->op);
+	eos_put_le64(p + 24, r->start);
+	eos_put_le64(p + 32, r->end);
+	eos_put_le64(p + 40, r->size);
+	eos_put_le64(p + 48, (uint64_t)r->mtime_ns);
+	eos_put_le64(p + 56, r->lower_limit);
+	eos_put_le64(p + 64, eos_hashmap_hash(p, RECORD_CHECKED));
+}
+
+static bool
+rec_decode(const uint8_t *p, struct jrec *r)
+{
+	if (eos_get_le64(p + 64) != eos_hashmap_hash(p, RECORD_CHECKED))
+		return false;
+	*r = (struct jrec){ .seq = eos_get_le64(p),
+			    .ino = eos_get_le64(p + 8),
+			    .type = p[16],
+			    .copyup = p[17],
+			    .op = eos_get_le32(p + 20),
+			    .start = eos_get_le64(p + 24),
+			    .end = eos_get_le64(p + 32),
+			    .size = eos_get_le64(p + 40),
+			    .mtime_ns = (int64_t)eos_get_le64(p + 48),
+			    .lower_limit = eos_get_le64(p + 56) };
+	return r->type == REC_WRITE && r->copyup <= EOS_JCOPYUP_PARTIAL && r->start <= r->end;
+}
+
+/* --- the nonce -------------------------------------------------------------------------------- */
+
+int
+eos_journal_load_nonce(struct eos_view *v, const void *val, size_t vlen)
+{
+	if (vlen != EOS_JOURNAL_NONCE)
+		return -EBADMSG;
+	memcpy(v->journal.nonce, val, vlen);
+	v->journal.have_nonce = true;
+	return 0;
+}
+
+/* A new incarnation of the session: a fresh nonce, recorded before any file carries it. */
+static int
+make_nonce(struct eos_view *v)
+{
+	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
+	struct eos_journal *j = &v->journal;
+	uint8_t key = KEY_JOURNAL;
+	int r;
+
+	if (getrandom(j->nonce, sizeof(j->nonce), 0) != (ssize_t)sizeof(j->nonce))
+		return eos_neg_errno();
+	r = eos_delta_batch(v, &b);
+	r = r ?: eos_session_batch_put(b, &key, 1, j->nonce, sizeof(j->nonce));
+	r = r ?: eos_delta_commit(v, b, false);
+	if (r == 0)
+		j->have_nonce = true;
+	return r;
+}
+
+/* --- replay ----------------------------------------------------------------------------------- */
+
+static void
+apply_copyup(struct eos_node *n, const struct jrec *r)
+{
+	if (r->copyup == EOS_JCOPYUP_NONE)
+		return;
+	n->flags |= EOS_NODE_DATA;
+	if (r->copyup == EOS_JCOPYUP_PARTIAL) {
+		n->flags |= EOS_NODE_PARTIAL;
+		eos_writelog_release(&n->present);
+		n->lower_limit = r->lower_limit;
+	}
+}
+
+/* Apply r to its node when the node's records do not include it yet. */
+static int
+replay_one(struct eos_view *v, const struct jrec *r, uint64_t *max_seq)
+{
+	struct eos_node *n = eos_node_get(v, r->ino);
+	int e;
+
+	*max_seq = EOS_MAX(*max_seq, r->seq);
+	if (!n || !(n->flags & EOS_NODE_UPPER) || r->seq <= n->jseq)
+		return 0; /* removed since, or already in its records */
+	apply_copyup(n, r);
+	e = eos_writelog_add(&n->log, r->start, r->end, r->op);
+	if (e == 0 && n->flags & EOS_NODE_PARTIAL)
+		e = eos_writelog_add(&n->present, r->start, r->end, 0);
+	if (e < 0)
+		return e;
+	n->size = r->size;
+	n->mtime = n->ctime = eos_ns_to_ts(r->mtime_ns);
+	n->jseq = r->seq;
+	n->flags |= EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY;
+	return 0;
+}
+
+static bool
+header_ok(const struct eos_journal *j, const uint8_t *h, uint64_t gen)
+{
+	return memcmp(h, MAGIC, sizeof(MAGIC)) == 0 && eos_get_le64(h + 8) == gen &&
+	       memcmp(h + 16, j->nonce, EOS_JOURNAL_NONCE) == 0;
+}
+
+/* Replay generation gen; false when it belongs to another incarnation (delete it). */
+static int
+replay_file(struct eos_view *v, uint64_t gen, uint64_t *max_seq, bool *ret_ours)
+{
+	char name[40];
+	uint8_t h[HEADER_BYTES], rec[RECORD_BYTES];
+	cleanup_fclose FILE *f = NULL;
+	int fd, r = 0;
+
+	gen_name(gen, name, sizeof(name));
+	fd = openat(v->data_dirfd, name, O_RDONLY | O_CLOEXEC);
+	f = fd >= 0 ? fdopen(fd, "re") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return eos_neg_errno();
+	}
+	*ret_ours = fread(h, 1, sizeof(h), f) == sizeof(h) && header_ok(&v->journal, h, gen);
+	while (*ret_ours && r == 0 && fread(rec, 1, sizeof(rec), f) == sizeof(rec)) {
+		struct jrec jr;
+
+		if (!rec_decode(rec, &jr))
+			break; /* torn tail (power loss): what follows was never acknowledged */
+		r = replay_one(v, &jr, max_seq);
+	}
+	return r;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The generations in the data directory, sorted. Caller frees *ret. */
+static int
+list_gens(struct eos_view *v, uint64_t **ret, size_t *ret_n)
+{
+	int fd = openat(v->data_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cleanup_closedir DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	uint64_t *gens = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return eos_neg_errno();
+	}
+	while ((e = readdir(d))) {
+		char *end;
+		uint64_t gen;
+
+		if (strncmp(e->d_name, "journal-", 8) != 0)
+			continue;
+		gen = strtoull(e->d_name + 8, &end, 16);
+		if (*end || end == e->d_name + 8)
+			continue;
+		if (eos_buf_array_reserve(&gens, &cap, n + 1, sizeof(*gens), 8) < 0) {
+			free(gens);
+			return -ENOMEM;
+		}
+		gens[n++] = gen;
+	}
+	if (n > 1)
+		qsort(gens, n, sizeof(*gens), cmp_u64);
+	*ret = gens;
+	*ret_n = n;
+	return 0;
+}
+
+static void
+remove_gen(struct eos_view *v, uint64_t gen)
+{
+	char name[40];
+
+	gen_name(gen, name, sizeof(name));
+	unlinkat(v->data_dirfd, name, 0);
+}
+
+/*
+ * Replay every generation; *ret_next is the generation to start. With tidy, those of another
+ * incarnation are deleted.
+ */
+static int
+replay_all(struct eos_view *v, bool tidy, uint64_t *ret_next, uint64_t *ret_max_seq)
+{
+	cleanup_free uint64_t *gens = NULL;
+	size_t n = 0;
+	int r = list_gens(v, &gens, &n);
+
+	*ret_next = n ? gens[n - 1] + 1 : 1;
+	v->journal.oldest = *ret_next;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		bool ours = false;
+
+		r = replay_file(v, gens[i], ret_max_seq, &ours);
+		if (r == 0 && !ours && tidy)
+			remove_gen(v, gens[i]);
+		else if (r == 0 && gens[i] < v->journal.oldest)
+			v->journal.oldest = gens[i];
+	}
+	return r;
+}
+
+/* --- generations ------------------------------------------------------------------------------ */
+
+static int
+prealloc(struct eos_journal *j, int fd, uint64_t from)
+{
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)from, PREALLOC_BYTES) == 0) {
+		j->reserved = from + PREALLOC_BYTES;
+		return 0;
+	}
+	if (errno == EOPNOTSUPP || errno == ENOSYS) {
+		j->reserved = UINT64_MAX; /* nothing to reserve with: appends take their chance */
+		return 0;
+	}
+	return eos_neg_errno();
+}
+
+/* Create generation gen with its header; returns the fd (O_APPEND) or -errno. */
+static int
+gen_create(struct eos_view *v, uint64_t gen)
+{
+	uint8_t h[HEADER_BYTES] = { 0 };
+	char name[40];
+	cleanup_close int fd = -1;
+
+	gen_name(gen, name, sizeof(name));
+	fd = openat(v->data_dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return eos_neg_errno();
+	memcpy(h, MAGIC, sizeof(MAGIC));
+	eos_put_le64(h + 8, gen);
+	memcpy(h + 16, v->journal.nonce, EOS_JOURNAL_NONCE);
+	if (write(fd, h, sizeof(h)) != (ssize_t)sizeof(h)) {
+		int r = errno ? eos_neg_errno() : -EIO;
+
+		unlinkat(v->data_dirfd, name, 0);
+		return r;
+	}
+	return TAKE_FD(fd);
+}
+
+/* Switch appends to a new generation (exclusive lock); the old fd is returned for closing. */
+static int
+gen_switch(struct eos_view *v, int fd, uint64_t **ret_inos, size_t *ret_n, bool *ret_all)
+{
+	struct eos_journal *j = &v->journal;
+	int old;
+
+	pthread_rwlock_wrlock(&j->lock);
+	old = j->fd;
+	j->fd = fd;
+	j->gen++;
+	atomic_store(&j->bytes, HEADER_BYTES);
+	pthread_mutex_lock(&j->room_lock);
+	j->reserved = 0;
+	pthread_mutex_unlock(&j->room_lock);
+	*ret_all = eos_flusher_take(v, ret_inos, ret_n);
+	pthread_rwlock_unlock(&j->lock);
+	return old;
+}
+
+static void
+remove_older(struct eos_view *v, uint64_t below)
+{
+	for (uint64_t g = v->journal.oldest; g < below; g++)
+		remove_gen(v, g);
+	v->journal.oldest = below;
+}
+
+/* Write the records of every replayed (dirty) node; true when all were written. */
+static bool
+checkpoint_loaded(struct eos_view *v)
+{
+	bool ok = true;
+
+	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
+		struct eos_hashmap_iter it = { 0 };
+
+		while (eos_hashmap_next(&v->shards[i].nodes, &it)) {
+			struct eos_node *n = it.value->ptr;
+
+			if (n && n->flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY))
+				ok = eos_delta_flush_node(v, n, false) == 0 && ok;
+		}
+	}
+	return ok;
+}
+
+int
+eos_journal_open(struct eos_view *v, struct eos_error *err)
+{
+	struct eos_journal *j = &v->journal;
+	uint64_t next = 1, max_seq = 0;
+	int r = j->have_nonce ? 0 : make_nonce(v);
+
+	r = r ?: replay_all(v, true, &next, &max_seq);
+	if (r < 0)
+		return eos_error_set(err, r, "session '%s': cannot replay its journal: %s",
+				     v->session, strerror(-r));
+	atomic_store(&j->next_seq, EOS_MAX(max_seq, atomic_load(&j->next_seq) - 1) + 1);
+	if (checkpoint_loaded(v))
+		remove_older(v, next);
+	j->gen = next;
+	r = gen_create(v, next);
+	if (r < 0)
+		return eos_error_set(err, r, "session '%s': cannot start its journal: %s",
+				     v->session, strerror(-r));
+	j->fd = r;
+	atomic_store(&j->bytes, HEADER_BYTES);
+	return 0;
+}
+
+int
+eos_journal_replay(struct eos_view *v, struct eos_error *err)
+{
+	uint64_t next = 1, max_seq = 0;
+	int r = v->journal.have_nonce ? replay_all(v, false, &next, &max_seq) : 0;
+
+	if (r < 0)
+		return eos_error_set(err, r, "session '%s': cannot replay its journal: %s",
+				     v->session, strerror(-r));
+	return 0;
+}
+
+void
+eos_journal_release(struct eos_view *v, bool remove)
+{
+	struct eos_journal *j = &v->journal;
+
+	if (j->fd >= 0)
+		close(j->fd);
+	j->fd = -1;
+	if (remove && v->data_dirfd >= 0)
+		remove_older(v, j->gen + 1);
+	pthread_rwlock_destroy(&j->lock);
+	pthread_mutex_destroy(&j->rotate_lock);
+	pthread_mutex_destroy(&j->room_lock);
+}
+
+/* --- appending -------------------------------------------------------------------------------- */
+
+int
+eos_journal_reserve(struct eos_view *v)
+{
+	struct eos_journal *j = &v->journal;
+	int r = 0;
+
+	if (atomic_load(&j->bytes) + PREALLOC_MIN <= j->reserved)
+		return 0; /* a racy read: the locked check below decides */
+	pthread_rwlock_rdlock(&j->lock);
+	pthread_mutex_lock(&j->room_lock);
+	if (j->fd >= 0 && atomic_load(&j->bytes) + PREALLOC_MIN > j->reserved)
+		r = eos_fs_room(v, PREALLOC_BYTES) ?: prealloc(j, j->fd, atomic_load(&j->bytes));
+	pthread_mutex_unlock(&j->room_lock);
+	pthread_rwlock_unlock(&j->lock);
+	return r;
+}
+
+int
+eos_journal_wrote(struct eos_view *v, struct eos_node *n, uint64_t start, uint64_t end, uint32_t op)
+{
+	struct eos_journal *j = &v->journal;
+	uint8_t buf[RECORD_BYTES];
+	struct jrec rec = { .ino = n->ino,
+			    .type = REC_WRITE,
+			    .copyup = n->jcopyup,
+			    .op = op,
+			    .start = start,
+			    .end = end,
+			    .size = n->size,
+			    .mtime_ns = eos_ts_to_ns(n->mtime),
+			    .lower_limit = n->lower_limit };
+	ssize_t got;
+
+	pthread_rwlock_rdlock(&j->lock);
+	rec.seq = atomic_fetch_add(&j->next_seq, 1);
+	rec_encode(&rec, buf);
+	got = j->fd >= 0 ? write(j->fd, buf, sizeof(buf)) : -1;
+	if (got == (ssize_t)sizeof(buf)) {
+		atomic_fetch_add(&j->bytes, sizeof(buf));
+		n->jseq = rec.seq;
+		n->jcopyup = EOS_JCOPYUP_NONE;
+		eos_flusher_queue(v, n);
+	}
+	pthread_rwlock_unlock(&j->lock);
+	if (got == (ssize_t)sizeof(buf))
+		return 0;
+	return got < 0 && errno ? eos_neg_errno() : -EIO;
+}
+
+/* --- rotation --------------------------------------------------------------------------------- */
+
+bool
+eos_journal_rotate_due(struct eos_view *v)
+{
+	return v->journal.fd >= 0 && atomic_load(&v->journal.bytes) >= ROTATE_BYTES;
+}
+
+static void
+rotate_locked(struct eos_view *v)
+{
+	uint64_t *inos = NULL;
+	size_t n = 0;
+	bool all = false, ok;
+	int fd = gen_create(v, v->journal.gen + 1), old;
+
+	if (fd < 0) {
+		eos_log_error("session '%s': cannot rotate its journal: %s", v->session,
+			      strerror(-fd));
+		return;
+	}
+	old = gen_switch(v, fd, &inos, &n, &all);
+	if (old >= 0)
+		close(old);
+	ok = eos_flusher_checkpoint(v, inos, n);
+	if (all)
+		ok = eos_view_persist(v, false, NULL) == 0 && ok;
+	if (ok)
+		remove_older(v, v->journal.gen);
+	free(inos);
+}
+
+void
+eos_journal_rotate(struct eos_view *v)
+{
+	pthread_mutex_lock(&v->journal.rotate_lock);
+	if (v->journal.fd >= 0)
+		rotate_locked(v);
+	pthread_mutex_unlock(&v->journal.rotate_lock);
+}

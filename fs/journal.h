@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs/journal: the session's write journal — what makes a write(2) that returned survive a
+ * SIGKILL of the serving process without a store write per request.
+ *
+ * Every write to a session file appends one fixed-size record (inode, byte range, operation,
+ * the file's size and mtime afterwards, and the copy-up that preceded it) to an append-only
+ * file in the session's data directory before the write is acknowledged. A killed process
+ * loses nothing the kernel already holds: the data file's bytes and the journal's records are
+ * both in the page cache. Node records carry the sequence number of the newest record they
+ * include (`jseq`), so replaying a journal over the records at mount applies exactly the records
+ * that came after each node's last checkpoint, whatever order the two were written in.
+ *
+ * Generations. The journal is a series of files `journal-<gen>`; appends go to the newest. The
+ * flusher rotates once a generation is large: it switches appends to a new file, writes the
+ * records of every node journaled since the last rotation (a checkpoint), then deletes the old
+ * file. A journal belongs to one incarnation of the session (a random nonce in its header and
+ * in the session's 'J' record): files of an earlier incarnation (a session reset by a publish)
+ * are deleted at load, never replayed.
+ *
+ * Locking: appends take the rotation lock shared (O_APPEND writes need no other lock) and the
+ * node's lock is held by the caller, so one node's records are in sequence order in the file;
+ * rotation takes it exclusively for the switch only.
+ *
+ * Durability: the journal is written, not synced. A power loss may lose what was not fsynced
+ * (fsync of a file checkpoints its node with a synced store write), as doc/fs.md states.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+struct eos_view;
+struct eos_node;
+
+enum eos_jcopyup {
+	EOS_JCOPYUP_NONE = 0,
+	EOS_JCOPYUP_EMPTY = 1,	 /* the data file was created empty (new file, O_TRUNC) */
+	EOS_JCOPYUP_FULL = 2,	 /* the lower content was copied into the data file whole */
+	EOS_JCOPYUP_PARTIAL = 3, /* the data file starts sparse (fs/partial.c) */
+};
+
+enum {
+	EOS_JOURNAL_NONCE = 16,
+};
+
+struct eos_journal {
+	pthread_rwlock_t lock;	     /* shared: appends; exclusive: switching generations */
+	pthread_mutex_t rotate_lock; /* one rotation at a time */
+	int fd;			     /* the current generation (O_APPEND), or -1 when not started */
+	uint64_t gen;
+	_Atomic uint64_t bytes; /* written to the current generation */
+	pthread_mutex_t room_lock;
+	uint64_t reserved; /* the current generation is preallocated up to here */
+	_Atomic uint64_t next_seq;
+	uint8_t nonce[EOS_JOURNAL_NONCE];
+	bool have_nonce; /* the session's 'J' record was loaded */
+	uint64_t oldest; /* oldest generation still on disk */
+};
+
+void eos_journal_init(struct eos_journal *j);
+/* Close the current generation; with remove, delete every generation (all checkpointed). */
+void eos_journal_release(struct eos_view *v, bool remove);
+
+/*
+ * At load, after the delta records: make sure the session has a nonce ('J' record), replay
+ * every generation of this incarnation over the loaded nodes (deleting those of others),
+ * checkpoint the replayed nodes and start a new generation.
+ */
+int eos_journal_open(struct eos_view *v, struct eos_error *err);
+
+/* Replay the journal over the loaded nodes in memory only, writing and deleting nothing (a
+ * view opened to be inspected). Without a nonce the session has no journal. */
+int eos_journal_replay(struct eos_view *v, struct eos_error *err);
+
+/* Make sure the next few appends cannot fail for lack of space (-ENOSPC otherwise). */
+int eos_journal_reserve(struct eos_view *v);
+
+/*
+ * n (locked) was written: [start, end) by operation op (start == end: only its size or mtime
+ * changed), after the copy-up n->jcopyup (consumed). Appends one record and queues n for the
+ * next checkpoint. The caller has updated n's size, mtime, log and present ranges already.
+ */
+int eos_journal_wrote(struct eos_view *v, struct eos_node *n, uint64_t start, uint64_t end,
+		      uint32_t op);
+
+/* Whether the current generation is large enough to rotate. */
+bool eos_journal_rotate_due(struct eos_view *v);
+/* Rotate: new generation, checkpoint every queued node, delete the old ones (flusher thread). */
+void eos_journal_rotate(struct eos_view *v);
+
+/* Called by the delta loader for the session's 'J' record (the nonce). */
+int eos_journal_load_nonce(struct eos_view *v, const void *val, size_t vlen);

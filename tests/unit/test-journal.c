@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The write journal (fs/journal.c): a child process opens the store and a session view, makes
+ * changes through the view's operations and is SIGKILLed before it closes anything; the parent
+ * reopens the store and the session and finds every acknowledged change — new files, open files,
+ * whole and partial copy-ups, truncations, write logs — across journal rotations, while torn
+ * tails and the journals of an earlier incarnation of the session are never replayed.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+
+#include "fs/view-internal.h"
+#include "fs/view.h"
+#include "store/store.h"
+#include "tests/unit/testutil.h"
+#include "tests/unit/view-util.h"
+
+enum {
+	BIG_SIZE = 3 * 1024 * 1024, /* copied up partially (EOS_PARTIAL_MIN) */
+	SMALL_LINES = 64,
+	ROTATE_WRITES = 70000, /* more records than one journal generation holds */
+};
+
+static const char SBX[] = "sbx";
+static const char OP[] = "operation:op-1";
+static const char SELF[] = "workspace_session:s1";
+static char *store_dir;
+static char big[BIG_SIZE];
+
+#define ck_ok(r, err) \
+	ck_assert_msg((r) >= 0, "line %d: %s", __LINE__, eos_error_message(&(err), (r)))
+
+static int
+resolve(void *ctx, pid_t pid, char *out, size_t size)
+{
+	(void)ctx;
+	if (pid != PID_OP)
+		return -ENOENT;
+	snprintf(out, size, "%s", OP);
+	return 0;
+}
+
+static struct eos_store *
+store_open(void)
+{
+	struct eos_error err = { 0 };
+	struct eos_store *st = NULL;
+	int r = eos_store_open(store_dir, NULL, &st, &err);
+
+	ck_ok(r, err);
+	return st;
+}
+
+static struct eos_view *
+view_open(struct eos_store *st)
+{
+	struct eos_view_options o = {
+		.store = st, .sandbox = SBX, .session = "s1", .create = true, .resolve = resolve
+	};
+	struct eos_error err = { 0 };
+	struct eos_view *v = NULL;
+	int r = eos_view_open(&o, &v, &err);
+
+	ck_ok(r, err);
+	return v;
+}
+
+static void
+setup(void)
+{
+	cleanup_free char *src = eos_test_tmpdir("journal-src"), *path = NULL;
+	struct eos_import_options io = { .sandbox = SBX, .threads = 1 };
+	struct eos_error err = { 0 };
+	struct eos_import_result ir;
+	char lines[SMALL_LINES * 16 + 1];
+	struct eos_store *st = eos_test_store_new(&store_dir);
+	int r;
+
+	for (int i = 0; i < SMALL_LINES; i++)
+		snprintf(lines + 16 * i, 17, "orig line %05d\n", i);
+	ck_assert_int_ge(asprintf(&path, "%s/small.txt", src), 0);
+	eos_test_write_file(path, lines, strlen(lines), 0644);
+	free(path);
+	eos_test_fill_random(big, sizeof(big), 7);
+	ck_assert_int_ge(asprintf(&path, "%s/big.bin", src), 0);
+	eos_test_write_file(path, big, sizeof(big), 0644);
+	r = eos_store_import(st, src, &io, &ir, &err);
+	ck_ok(r, err);
+	eos_store_close(st);
+	eos_test_rm_rf(src);
+}
+
+static void
+teardown(void)
+{
+	eos_test_rm_rf(store_dir);
+	free(store_dir);
+}
+
+/* Run fn(view) in a child that is SIGKILLed right after: nothing is closed or flushed. */
+static void
+crash_after(void (*fn)(struct eos_view *v))
+{
+	pid_t pid = fork();
+	int status;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct eos_store *st = store_open();
+
+		fn(view_open(st));
+		kill(getpid(), SIGKILL);
+		_exit(1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		      "the child ended with status %d instead of being killed", status);
+}
+
+static struct eos_handle *
+open_as(struct eos_view *v, const char *path, pid_t pid, int flags)
+{
+	struct eos_ctx c = tv_ctx_of(pid);
+	struct eos_handle *h = NULL;
+	int r = eos_fs_open(v, &c, tv_lookup(v, path), flags, &h);
+
+	ck_assert_msg(r == 0, "open '%s': %s", path, strerror(-r));
+	return h;
+}
+
+static void
+write_h(struct eos_view *v, struct eos_handle *h, const void *buf, size_t len, uint64_t off)
+{
+	ck_rc(eos_fs_write(v, h, buf, len, off), len);
+}
+
+/* The bytes of path (size checked) into a malloc'd buffer. */
+static char *
+read_n(struct eos_view *v, const char *path, size_t size)
+{
+	struct eos_handle *h = open_as(v, path, PID_SESSION, O_RDONLY);
+	char *buf = malloc(size + 1);
+	struct stat st;
+	ssize_t n;
+
+	ck_assert_ptr_nonnull(buf);
+	ck_rc(eos_fs_getattr(v, tv_lookup(v, path), &st), 0);
+	ck_assert_msg((size_t)st.st_size == size, "'%s' has %lld bytes, want %zu", path,
+		      (long long)st.st_size, size);
+	n = eos_fs_read(v, h, buf, size + 1, 0);
+	ck_assert_msg(n == (ssize_t)size, "read '%s': %zd of %zu bytes", path, n, size);
+	ck_rc(eos_fs_release(v, h), 0);
+	return buf;
+}
+
+/* The owner of byte off of path's write log ("" when no range covers it). */
+static const char *
+owner_at(struct eos_view *v, const char *path, uint64_t off)
+{
+	struct eos_node *n = tv_lookup(v, path);
+
+	for (size_t i = 0; i < n->log.n; i++)
+		if (n->log.v[i].start <= off && off < n->log.v[i].end)
+			return eos_opstable_name(&v->ops, n->log.v[i].op);
+	return "";
+}
+
+/* --- scenarios -------------------------------------------------------------------------------- */
+
+static void
+new_files(struct eos_view *v)
+{
+	struct eos_handle *h;
+
+	tv_make(v, "", "closed.txt", S_IFREG | 0640, NULL);
+	tv_write_at(v, "closed.txt", PID_OP, 0, "closed and released\n");
+	tv_make(v, "", "open.txt", S_IFREG | 0600, NULL);
+	h = open_as(v, "open.txt", PID_SESSION, O_WRONLY);
+	write_h(v, h, "first\n", 6, 0);
+	write_h(v, h, "second\n", 7, 6); /* never released */
+	tv_make(v, "", "empty.txt", S_IFREG | 0644, NULL);
+}
+
+START_TEST(test_new_files)
+{
+	struct eos_store *st;
+	struct eos_view *v;
+	cleanup_free char *a = NULL, *b = NULL;
+
+	crash_after(new_files);
+	st = store_open();
+	v = view_open(st);
+	a = read_n(v, "closed.txt", 20);
+	ck_assert_mem_eq(a, "closed and released\n", 20);
+	ck_assert_str_eq(owner_at(v, "closed.txt", 0), OP);
+	b = read_n(v, "open.txt", 13);
+	ck_assert_mem_eq(b, "first\nsecond\n", 13);
+	ck_assert_str_eq(owner_at(v, "open.txt", 12), SELF);
+	free(read_n(v, "empty.txt", 0));
+	ck_assert_uint_eq(tv_lookup(v, "closed.txt")->mode, S_IFREG | 0640);
+	eos_view_close(v);
+	eos_store_close(st);
+}
+END_TEST
+
+static void
+copyups(struct eos_view *v)
+{
+	struct eos_handle *h = open_as(v, "big.bin", PID_OP, O_RDWR);
+
+	tv_write_at(v, "small.txt", PID_OP, 16 * 3, "new! line 00003\n");
+	write_h(v, h, "MIDDLE", 6, BIG_SIZE / 2);
+	write_h(v, h, "END", 3, BIG_SIZE); /* extends it, still open */
+}
+
+START_TEST(test_copyups)
+{
+	struct eos_store *st;
+	struct eos_view *v;
+	cleanup_free char *s = NULL, *b = NULL;
+
+	crash_after(copyups);
+	st = store_open();
+	v = view_open(st);
+	s = read_n(v, "small.txt", SMALL_LINES * 16);
+	ck_assert_mem_eq(s + 16 * 3, "new! line 00003\n", 16);
+	ck_assert_mem_eq(s + 16 * 4, "orig line 00004\n", 16);
+	ck_assert_str_eq(owner_at(v, "small.txt", 16 * 3), OP);
+	ck_assert_str_eq(owner_at(v, "small.txt", 0), "");
+	b = read_n(v, "big.bin", BIG_SIZE + 3);
+	ck_assert_mem_eq(b, big, BIG_SIZE / 2);
+	ck_assert_mem_eq(b + BIG_SIZE / 2, "MIDDLE", 6);
+	ck_assert_mem_eq(b + BIG_SIZE / 2 + 6, big + BIG_SIZE / 2 + 6, BIG_SIZE / 2 - 6);
+	ck_assert_mem_eq(b + BIG_SIZE, "END", 3);
+	ck_assert(tv_lookup(v, "big.bin")->flags & EOS_NODE_PARTIAL);
+	eos_view_close(v);
+	eos_store_close(st);
+}
+END_TEST
+
+static void
+truncations(struct eos_view *v)
+{
+	struct eos_handle *h = open_as(v, "big.bin", PID_SESSION, O_WRONLY | O_TRUNC);
+	struct stat attr = { .st_size = 100 }, out;
+
+	write_h(v, h, "after O_TRUNC", 13, 0);
+	ck_rc(eos_fs_setattr(v, tv_lookup(v, "small.txt"), &attr, EOS_SET_SIZE, &out), 0);
+}
+
+START_TEST(test_truncations)
+{
+	struct eos_store *st;
+	struct eos_view *v;
+	cleanup_free char *b = NULL, *s = NULL;
+
+	crash_after(truncations);
+	st = store_open();
+	v = view_open(st);
+	b = read_n(v, "big.bin", 13);
+	ck_assert_mem_eq(b, "after O_TRUNC", 13);
+	s = read_n(v, "small.txt", 100);
+	ck_assert_mem_eq(s, "orig line 00000\n", 16);
+	eos_view_close(v);
+	eos_store_close(st);
+}
+END_TEST
+
+/* Enough writes to rotate the journal, then more: all of them survive, one generation is left. */
+static void
+many_writes(struct eos_view *v)
+{
+	struct eos_handle *h;
+
+	tv_make(v, "", "log.bin", S_IFREG | 0644, NULL);
+	h = open_as(v, "log.bin", PID_OP, O_WRONLY);
+	for (uint32_t i = 0; i < ROTATE_WRITES; i++) {
+		uint32_t x = i * 2654435761u;
+
+		write_h(v, h, &x, sizeof(x), (uint64_t)i * 8); /* gaps: one log range each */
+		if (i == ROTATE_WRITES / 2) {
+			eos_journal_rotate(v); /* what the flusher does when a generation is full */
+			tv_write_at(v, "small.txt", PID_SESSION, 0, "rotated!");
+		}
+	}
+}
+
+static size_t
+journal_files(void)
+{
+	cleanup_free char *cmd = NULL;
+	char line[64];
+	size_t n = 0;
+	FILE *f;
+
+	ck_assert_int_ge(
+		asprintf(&cmd, "ls '%s/sessions/%s/s1' | grep -c '^journal-'", store_dir, SBX), 0);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	if (fgets(line, sizeof(line), f))
+		n = strtoul(line, NULL, 10);
+	pclose(f);
+	return n;
+}
+
+START_TEST(test_rotation)
+{
+	struct eos_store *st;
+	struct eos_view *v;
+	cleanup_free char *b = NULL, *s = NULL;
+
+	crash_after(many_writes);
+	ck_assert_uint_le(journal_files(), 2); /* the old generation went after its checkpoint */
+	st = store_open();
+	v = view_open(st);
+	b = read_n(v, "log.bin", (size_t)(ROTATE_WRITES - 1) * 8 + 4);
+	for (uint32_t i = 0; i < ROTATE_WRITES; i++) {
+		uint32_t x = i * 2654435761u, got;
+
+		memcpy(&got, b + (size_t)i * 8, sizeof(got));
+		ck_assert_msg(got == x, "write %u of %u was lost", i, ROTATE_WRITES);
+	}
+	ck_assert_uint_eq(tv_lookup(v, "log.bin")->log.n, ROTATE_WRITES);
+	s = read_n(v, "small.txt", SMALL_LINES * 16);
+	ck_assert_mem_eq(s, "rotated!", 8);
+	ck_assert_uint_eq(journal_files(), 1); /* replayed, checkpointed, one new generation */
+	eos_view_close(v);
+	ck_assert_uint_eq(journal_files(), 0);
+	eos_store_close(st);
+}
+END_TEST
+
+static char *
+journal_path(const char *name)
+{
+	char *p = NULL;
+
+	ck_assert_int_ge(asprintf(&p, "%s/sessions/%s/s1/%s", store_dir, SBX, name), 0);
+	return p;
+}
+
+static void
+one_write(struct eos_view *v)
+{
+	tv_write_at(v, "small.txt", PID_OP, 0, "ONE WRITE");
+}
+
+/* Garbage after the last record (a power loss tore it) ends the replay, nothing else. */
+START_TEST(test_torn_tail)
+{
+	cleanup_free char *path = journal_path("journal-0000000000000001");
+	static const char junk[50] = "not a record";
+	struct eos_store *st;
+	struct eos_view *v;
+	cleanup_free char *s = NULL;
+	FILE *f;
+
+	crash_after(one_write);
+	f = fopen(path, "ae");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(junk, 1, sizeof(junk), f), sizeof(junk));
+	fclose(f);
+	st = store_open();
+	v = view_open(st);
+	s = read_n(v, "small.txt", SMALL_LINES * 16);
+	ck_assert_mem_eq(s, "ONE WRITE", 9);
+	eos_view_close(v);
+	eos_store_close(st);
+}
+END_TEST
+
+/* A journal left by an earlier incarnation of the session is deleted, never replayed. */
+START_TEST(test_foreign_journal)
+{
+	cleanup_free char *path = journal_path("journal-0000000000000001");
+	cleanup_free char *keep = journal_path("../saved-journal");
+	struct eos_error err = { 0 };
+	struct eos_store *st;
+	struct eos_view *v;
+	cleanup_free char *s = NULL;
+	int r;
+
+	crash_after(one_write);
+	ck_assert_int_eq(rename(path, keep), 0);
+	st = store_open();
+	r = eos_store_session_remove(st, SBX, "s1", &err);
+	ck_ok(r, err);
+	v = view_open(st); /* a new session of the same name */
+	eos_view_close(v);
+	eos_store_close(st);
+	ck_assert_int_eq(rename(keep, path), 0);
+	st = store_open();
+	v = view_open(st);
+	s = read_n(v, "small.txt", SMALL_LINES * 16);
+	ck_assert_mem_eq(s, "orig line 00000\n", 16);
+	ck_assert(!(tv_lookup(v, "small.txt")->flags & EOS_NODE_UPPER));
+	ck_assert_int_ne(access(path, F_OK), 0);
+	eos_view_close(v);
+	eos_store_close(st);
+}
+END_TEST
+
+static Suite *
+journal_suite(void)
+{
+	Suite *s = suite_create("journal");
+	TCase *tc = tcase_create("crash");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_new_files);
+	tcase_add_test(tc, test_copyups);
+	tcase_add_test(tc, test_truncations);
+	tcase_add_test(tc, test_rotation);
+	tcase_add_test(tc, test_torn_tail);
+	tcase_add_test(tc, test_foreign_journal);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	return eos_test_run(journal_suite());
+}
