@@ -10,8 +10,9 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/endian.h"
 
-#include "fs/view-internal.h"
+#include "fs/capture-internal.h"
 
 const char *
 eos_delta_change_name(enum eos_delta_change c)
@@ -32,12 +33,6 @@ eos_delta_change_name(enum eos_delta_change c)
 struct dirent_copy {
 	char *name;
 	uint64_t value;
-};
-
-struct capture {
-	struct eos_view *v;
-	eos_delta_fn fn;
-	void *ctx;
 };
 
 static int
@@ -83,10 +78,18 @@ copy_dirents(struct eos_node *p, struct dirent_copy **ret, size_t *ret_n)
 	return 0;
 }
 
+/* Whether n is a file with more than one name, now or at the view's version. */
+static bool
+linked(const struct eos_node *n)
+{
+	return S_ISREG(n->mode) && (n->nlink > 1 || n->link_group);
+}
+
 static enum eos_delta_change
 change_of(const struct eos_node *n, bool renamed)
 {
-	if (n->flags & (EOS_NODE_CREATED | EOS_NODE_DATA) || renamed)
+	/* every name of a linked file is put, so that the publish stages them as one group */
+	if (n->flags & (EOS_NODE_CREATED | EOS_NODE_DATA) || renamed || linked(n))
 		return EOS_DELTA_PUT;
 	if (n->flags & EOS_NODE_META_CHANGED)
 		return EOS_DELTA_ATTR;
@@ -131,7 +134,7 @@ node_copy_free(struct node_copy *nc)
 
 /* Copy n's xattrs (n locked; loaded from the store first for a lower node). */
 static int
-copy_xattrs(struct capture *c, struct eos_node *n, struct node_copy *out)
+copy_xattrs(struct eos_capture *c, struct eos_node *n, struct node_copy *out)
 {
 	int r = eos_xattr_load(c->v, n);
 
@@ -154,9 +157,10 @@ copy_xattrs(struct capture *c, struct eos_node *n, struct node_copy *out)
 	return 0;
 }
 
+/* n (locked) at path: origin is the member's own lower path (capture-links.c), else NULL. */
 static int
-copy_node(struct capture *c, struct eos_node *n, const char *path, const char *expected,
-	  struct node_copy *out)
+copy_node(struct eos_capture *c, struct eos_node *n, const char *path, const char *expected,
+	  const char *origin, struct node_copy *out)
 {
 	struct eos_delta_entry *e = &out->e;
 	bool renamed;
@@ -168,7 +172,8 @@ copy_node(struct capture *c, struct eos_node *n, const char *path, const char *e
 		pthread_mutex_unlock(&n->lock);
 		return r;
 	}
-	renamed = renamed_of(n, expected);
+	renamed = !origin && renamed_of(n, expected);
+	origin = origin ? origin : n->lower;
 	*e = (struct eos_delta_entry){ .path = path,
 				       .change = change_of(n, renamed),
 				       .renamed = renamed,
@@ -178,6 +183,7 @@ copy_node(struct capture *c, struct eos_node *n, const char *path, const char *e
 				       .node = n->ino,
 				       .mtime_ns = eos_ts_to_ns(n->mtime),
 				       .size = n->size,
+				       .rdev = n->rdev,
 				       .opaque = n->flags & EOS_NODE_OPAQUE };
 	if (n->flags & EOS_NODE_DATA) {
 		eos_data_path(n, name, sizeof(name));
@@ -188,14 +194,18 @@ copy_node(struct capture *c, struct eos_node *n, const char *path, const char *e
 		e->content = &out->content;
 	}
 	out->target = n->target ? strdup(n->target) : NULL;
-	out->origin = n->lower && strcmp(n->lower, path) != 0 ? strdup(n->lower) : NULL;
+	out->origin = origin && strcmp(origin, path) != 0 ? strdup(origin) : NULL;
 	out->lower = n->lower ? strdup(n->lower) : NULL;
 	out->ranges = calloc(n->log.n + 1, sizeof(*out->ranges));
-	for (size_t i = 0; out->ranges && i < n->log.n; i++)
-		out->ranges[i] = (struct eos_delta_range){ .start = n->log.v[i].start,
-							   .end = n->log.v[i].end,
-							   .owner = eos_opstable_name(
-								   &c->v->ops, n->log.v[i].op) };
+	for (size_t i = 0; out->ranges && i < n->log.n; i++) {
+		const char *owner = eos_opstable_name(&c->v->ops, n->log.v[i].op);
+
+		/* an operation whose name could not be recorded (a full disk) */
+		out->ranges[i] =
+			(struct eos_delta_range){ .start = n->log.v[i].start,
+						  .end = n->log.v[i].end,
+						  .owner = owner ? owner : EOS_OWNER_UNKNOWN };
+	}
 	e->nranges = out->ranges ? n->log.n : 0;
 	r = out->ranges ? copy_xattrs(c, n, out) : -ENOMEM;
 	pthread_mutex_unlock(&n->lock);
@@ -207,18 +217,38 @@ copy_node(struct capture *c, struct eos_node *n, const char *path, const char *e
 	return r;
 }
 
-static int walk(struct capture *c, struct eos_node *p, const char *dir, const char *origin);
+static int walk(struct eos_capture *c, struct eos_node *p, const char *dir, const char *origin);
 
+/* Remember that path was emitted, and where directory n is. */
 static int
-emit_node(struct capture *c, struct eos_node *n, const char *path, const char *expected)
+remember(struct eos_capture *c, const struct eos_node *n, const char *path, bool renamed)
+{
+	union eos_hashmap_value *slot;
+	uint8_t key[8];
+	int r = eos_hashmap_put(&c->paths, path, strlen(path), NULL);
+
+	if (r < 0 || !eos_node_is_dir(n))
+		return r;
+	c->moved |= renamed;
+	eos_put_be64(key, n->ino);
+	r = eos_hashmap_get_or_insert(&c->dirs, key, sizeof(key), &slot);
+	if (r > 0 && !(slot->ptr = strdup(path)))
+		return -ENOMEM;
+	return r < 0 ? r : 0;
+}
+
+int
+eos_capture_emit(struct eos_capture *c, struct eos_node *n, const char *path, const char *expected,
+		 const char *origin)
 {
 	struct node_copy *nc = calloc(1, sizeof(*nc));
-	int r = nc ? copy_node(c, n, path, expected, nc) : -ENOMEM;
+	int r = nc ? copy_node(c, n, path, expected, origin, nc) : -ENOMEM;
 
 	if (r == 0 && S_ISLNK(nc->e.mode) && !nc->target) {
 		r = eos_fs_readlink(c->v, n, &nc->target);
 		nc->e.target = nc->target;
 	}
+	r = r ?: remember(c, n, path, nc->e.renamed);
 	if (r == 0)
 		r = c->fn(c->ctx, &nc->e);
 	if (r == 0 && eos_node_is_dir(n))
@@ -229,7 +259,7 @@ emit_node(struct capture *c, struct eos_node *n, const char *path, const char *e
 
 /* Walk directory p at path dir; origin is p's origin (NULL: none). */
 static int
-walk(struct capture *c, struct eos_node *p, const char *dir, const char *origin)
+walk(struct eos_capture *c, struct eos_node *p, const char *dir, const char *origin)
 {
 	struct dirent_copy *d = NULL;
 	size_t n = 0;
@@ -248,20 +278,30 @@ walk(struct capture *c, struct eos_node *p, const char *dir, const char *origin)
 		if (d[i].value == EOS_DIRENT_WHITEOUT) {
 			struct eos_delta_entry e = { .path = path, .change = EOS_DELTA_DELETE };
 
-			r = c->fn(c->ctx, &e);
+			r = eos_hashmap_put(&c->paths, path, strlen(path), NULL);
+			r = r ?: c->fn(c->ctx, &e);
 			continue;
 		}
 		child = eos_node_get(c->v, d[i].value);
-		r = child ? emit_node(c, child, path, expected) : -EIO;
+		r = child ? eos_capture_emit(c, child, path, expected, NULL) : -EIO;
 	}
 	dirents_free(d, n);
 	return r;
 }
 
+static void
+capture_release(struct eos_capture *c)
+{
+	for (struct eos_hashmap_iter it = { 0 }; eos_hashmap_next(&c->dirs, &it);)
+		free(it.value->ptr);
+	eos_hashmap_release(&c->dirs);
+	eos_hashmap_release(&c->paths);
+}
+
 int
 eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_error *err)
 {
-	struct capture c = { .v = v, .fn = fn, .ctx = ctx };
+	struct eos_capture c = { .v = v, .fn = fn, .ctx = ctx };
 	struct eos_node *root = eos_node_get(v, EOS_ROOT_INO);
 	int r;
 
@@ -269,8 +309,15 @@ eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_error 
 		return eos_error_set(err, -EINVAL, "a read-only view has no delta");
 	pthread_mutex_lock(&root->lock);
 	cleanup_free char *origin = root->lower ? strdup(root->lower) : NULL;
+	bool changed = root->flags & EOS_NODE_META_CHANGED;
 	pthread_mutex_unlock(&root->lock);
-	r = walk(&c, root, "", origin);
+	/* the root itself is an entry only when its attributes or xattrs changed */
+	if (changed)
+		r = eos_capture_emit(&c, root, "", origin, NULL);
+	else
+		r = remember(&c, root, "", false) ?: walk(&c, root, "", origin);
+	r = r ?: eos_capture_links(&c);
+	capture_release(&c);
 	if (r < 0)
 		return eos_error_set(err, r, "session '%s': delta walk failed: %s", v->session,
 				     strerror(-r));

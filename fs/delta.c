@@ -3,20 +3,30 @@
  * fs/delta: the session delta in the store's session column family.
  *
  * Records (keys are relative to the session, see store/session.c):
- *	'N' · be64 ino            node: u8 1 · le32 flags · le32 mode · le32 uid · le32 gid ·
+ *	'N' · be64 ino            node: u8 2 · le32 flags · le32 mode · le32 uid · le32 gid ·
  *	                          le32 nlink · le64 size · le64 atime · le64 mtime · le64 ctime
  *	                          (ns) · le64 parent · lp name · lp origin (u8 present first) ·
  *	                          le64 link group · lp symlink target (u8 present first) ·
- *	                          le32 n · (lp name · lp value)* xattrs
+ *	                          le32 n · (lp name · lp value)* xattrs · le32 rdev major ·
+ *	                          le32 rdev minor · le64 jseq (the newest journal record it
+ *	                          includes); format 1 records end after the xattrs (rdev 0,
+ *	                          jseq 0)
+ *	'J'                       the session's journal nonce (16 bytes, fs/journal.h)
  *	'd' · be64 dir · name     dirent: le64 inode, or le64 UINT64_MAX for a whiteout
  *	'o' · be32 index          operation id of write logs
  *	'p' · be64 ino            partial copy-up: le64 lower limit · present ranges (writelog)
  *	'w' · be64 ino            write log (fs/writelog.h)
- * Tags sort N < d < o < p < w, so a load sees nodes before the dirents and logs naming them.
+ * Tags sort J < N < d < o < p < w, so a load sees nodes before the dirents and logs naming them.
+ * A node record that includes a journal record also includes its write-log and partial records
+ * (they are written in one batch with it), so a replay may skip whatever the node includes.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "common/buf.h"
 #include "common/cleanup.h"
@@ -26,7 +36,9 @@
 #include "fs/view-internal.h"
 
 enum {
-	NODE_FORMAT = 1,
+	NODE_FORMAT = 2,
+	NODE_FORMAT_1 = 1, /* still read: written before nodes had rdev and jseq */
+	KEY_JOURNAL = 'J',
 	KEY_NODE = 'N',
 	KEY_DIRENT = 'd',
 	KEY_OP = 'o',
@@ -87,7 +99,10 @@ encode_node(const struct eos_node *n, struct eos_buf *b)
 	r = r ?: append_opt_str(b, n->lower);
 	r = r ?: eos_buf_append_le64(b, n->link_group);
 	r = r ?: append_opt_str(b, n->target);
-	return r ?: encode_xattrs(n, b);
+	r = r ?: encode_xattrs(n, b);
+	r = r ?: eos_buf_append_le32(b, major(n->rdev));
+	r = r ?: eos_buf_append_le32(b, minor(n->rdev));
+	return r ?: eos_buf_append_le64(b, n->jseq);
 }
 
 int
@@ -97,15 +112,19 @@ eos_delta_put_node(struct eos_view *v, struct eos_node *n, struct eos_session_ba
 	uint8_t key[9];
 	int r;
 
-	(void)v;
 	if (n->flags & EOS_NODE_UPPER && !(n->flags & EOS_NODE_XATTRS))
 		eos_xattr_load(v, n);
 	r = encode_node(n, &val);
+	key_ino(key, KEY_NODE, n->ino);
+	r = r ?: eos_session_batch_put(b, key, sizeof(key), val.data, val.len);
+	/* the record's jseq covers the journal's log ranges too: they go in the same batch */
+	if (r == 0 && n->flags & EOS_NODE_LOG_DIRTY)
+		r = eos_delta_put_log(v, n, b);
 	if (r < 0)
 		return r;
-	key_ino(key, KEY_NODE, n->ino);
-	n->flags &= ~EOS_NODE_DIRTY;
-	return eos_session_batch_put(b, key, sizeof(key), val.data, val.len);
+	n->flags &= ~(unsigned)EOS_NODE_DIRTY;
+	n->jcopyup = EOS_JCOPYUP_NONE; /* the record has the flags it set */
+	return 0;
 }
 
 int
@@ -150,12 +169,14 @@ eos_delta_put_log(struct eos_view *v, struct eos_node *n, struct eos_session_bat
 
 	(void)v;
 	key_ino(key, KEY_LOG, n->ino);
-	n->flags &= ~EOS_NODE_LOG_DIRTY;
 	r = put_partial(n, b);
 	if (r == 0 && n->log.n == 0)
-		return eos_session_batch_delete(b, key, sizeof(key));
-	r = r ?: eos_writelog_encode(&n->log, &val);
-	return r ?: eos_session_batch_put(b, key, sizeof(key), val.data, val.len);
+		r = eos_session_batch_delete(b, key, sizeof(key));
+	else if (r == 0 && (r = eos_writelog_encode(&n->log, &val)) == 0)
+		r = eos_session_batch_put(b, key, sizeof(key), val.data, val.len);
+	if (r == 0)
+		n->flags &= ~(unsigned)EOS_NODE_LOG_DIRTY;
+	return r;
 }
 
 int
@@ -205,7 +226,10 @@ eos_delta_commit(struct eos_view *v, struct eos_session_batch *b, bool sync)
 	struct eos_error err;
 	int r = eos_session_batch_write(b, sync, &err);
 
-	if (r < 0)
+	/* a full disk is the caller's ENOSPC, and no news: the rest is */
+	if (r == -ENOSPC)
+		eos_log_debug("session '%s': cannot write the delta: %s", v->session, err.msg);
+	else if (r < 0)
 		eos_log_error("session '%s': cannot write the delta: %s", v->session, err.msg);
 	return r;
 }
@@ -220,12 +244,16 @@ eos_delta_flush_node(struct eos_view *v, struct eos_node *n, bool sync)
 		return 0;
 	if (!(n->flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY)) && !sync)
 		return 0;
+	unsigned flags = n->flags;
+	uint8_t copyup = n->jcopyup;
 	r = eos_delta_batch(v, &b);
-	if (r == 0 && (n->flags & EOS_NODE_DIRTY || sync))
-		r = eos_delta_put_node(v, n, b);
-	if (r == 0 && n->flags & EOS_NODE_LOG_DIRTY)
-		r = eos_delta_put_log(v, n, b);
-	return r ?: eos_delta_commit(v, b, sync);
+	r = r ?: eos_delta_put_node(v, n, b);
+	r = r ?: eos_delta_commit(v, b, sync);
+	if (r < 0) { /* still to be written */
+		n->flags |= flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY);
+		n->jcopyup = copyup;
+	}
+	return r;
 }
 
 /* --- loading ---------------------------------------------------------------------------------- */
@@ -279,6 +307,17 @@ read_xattrs(struct eos_reader *rd, struct eos_node *n)
 }
 
 static int
+read_rdev(struct eos_reader *rd, struct eos_node *n)
+{
+	uint32_t maj = 0, min = 0;
+	int r = eos_reader_le32(rd, &maj);
+
+	r = r ?: eos_reader_le32(rd, &min);
+	n->rdev = makedev(maj, min);
+	return r;
+}
+
+static int
 decode_node(const void *p, size_t len, struct eos_node *n)
 {
 	struct eos_reader rd = { .p = p, .left = len };
@@ -288,7 +327,7 @@ decode_node(const void *p, size_t len, struct eos_node *n)
 	uint8_t format;
 	int r = eos_reader_u8(&rd, &format);
 
-	if (r == 0 && format != NODE_FORMAT)
+	if (r == 0 && format != NODE_FORMAT && format != NODE_FORMAT_1)
 		return -EBADMSG;
 	r = r ?: eos_reader_le32(&rd, &n->flags);
 	r = r ?: eos_reader_le32(&rd, &n->mode);
@@ -312,6 +351,9 @@ decode_node(const void *p, size_t len, struct eos_node *n)
 	r = r ?: eos_reader_le64(&rd, &n->link_group);
 	r = r ?: read_opt_str(&rd, &n->target);
 	r = r ?: read_xattrs(&rd, n);
+	r = r ?: (format == NODE_FORMAT ? read_rdev(&rd, n) : 0);
+	if (r == 0 && format == NODE_FORMAT)
+		r = eos_reader_le64(&rd, &n->jseq);
 	return r ?: (rd.left ? -EBADMSG : 0);
 }
 
@@ -319,6 +361,7 @@ struct load {
 	struct eos_view *v;
 	uint64_t max_ino;
 	int error;
+	char what[64]; /* the record that failed to load */
 };
 
 /* Lower-origin nodes get their store stat back (the leased version never changes). */
@@ -414,6 +457,19 @@ load_op(struct load *l, const uint8_t *key, size_t klen, const void *val, size_t
 	return eos_opstable_set(&l->v->ops, eos_get_be32(key), owner);
 }
 
+/* Name the record a load failed on, for the message. */
+static void
+describe_key(struct load *l, const uint8_t *k, size_t klen)
+{
+	char tag = isprint(k[0]) ? (char)k[0] : '?';
+
+	if (klen >= 9)
+		snprintf(l->what, sizeof(l->what), "its '%c' record of inode %" PRIu64, tag,
+			 eos_get_be64(k + 1));
+	else
+		snprintf(l->what, sizeof(l->what), "its '%c' record", tag);
+}
+
 static int
 load_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
@@ -424,6 +480,9 @@ load_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 	if (klen < 1)
 		return -EBADMSG;
 	switch (k[0]) {
+	case KEY_JOURNAL:
+		r = klen == 1 ? eos_journal_load_nonce(l->v, val, vlen) : -EBADMSG;
+		break;
 	case KEY_NODE:
 		r = klen == 9 ? load_node(l, eos_get_be64(k + 1), val, vlen) : -EBADMSG;
 		break;
@@ -440,8 +499,10 @@ load_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 		r = klen == 9 ? load_partial(l, eos_get_be64(k + 1), val, vlen) : -EBADMSG;
 		break;
 	}
-	if (r < 0)
+	if (r < 0) {
 		l->error = r;
+		describe_key(l, k, klen);
+	}
 	return r;
 }
 
@@ -453,8 +514,9 @@ eos_delta_load(struct eos_view *v, struct eos_error *err)
 
 	if (r < 0 && l.error)
 		return eos_error_set(err, l.error,
-				     "session '%s' of sandbox '%s': corrupt delta record (%s)",
-				     v->session, v->sandbox, strerror(-l.error));
+				     "session '%s' of sandbox '%s': %s is corrupt (%s): remove the "
+				     "session (eos-store rm-session) or restore the store",
+				     v->session, v->sandbox, l.what, strerror(-l.error));
 	if (r < 0)
 		return r;
 	atomic_store(&v->next_ino, l.max_ino + 1);

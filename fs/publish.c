@@ -18,6 +18,21 @@ struct moved_dir {
 	char *path, *origin;
 };
 
+/* Paths left out of the publish (sockets), for eos_publish_result.skipped. */
+struct skipped {
+	char **v;
+	size_t n, cap;
+};
+
+static void
+skipped_release(struct skipped *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	*s = (struct skipped){ 0 };
+}
+
 struct stage_ctx {
 	struct eos_store *st;
 	const char *sandbox;
@@ -27,6 +42,7 @@ struct stage_ctx {
 	struct moved_dir *moved;  /* directories whose lower children must follow them */
 	size_t nmoved, cap;
 	const struct eos_delta_entry *moved_entry; /* stage_xattrs' entry */
+	struct skipped *skipped;
 	struct eos_error *err;
 	int r;
 };
@@ -77,9 +93,13 @@ stage_file(struct stage_ctx *c, const struct eos_delta_entry *e)
 	}
 	f.ranges = ranges;
 	f.nranges = e->nranges;
-	if (!f.data_path && !f.content)
-		return eos_error_set(c->err, -EIO, "publish '%s': the file has no content",
-				     e->path);
+	/* a created file that was never written has no data file: it is empty */
+	if (!f.data_path && !f.content && e->size == 0)
+		f.data = "";
+	else if (!f.data_path && !f.content)
+		return eos_error_set(c->err, -EIO,
+				     "publish '%s': the file has no content (size %llu)", e->path,
+				     (unsigned long long)e->size);
 	return eos_publish_put_file(c->p, e->path, &f, c->err);
 }
 
@@ -102,11 +122,28 @@ remember_moved(struct stage_ctx *c, const struct eos_delta_entry *e)
 	return 0;
 }
 
+/*
+ * Whether directory e, which the session created (no origin), stands where the base has a
+ * directory: renamed over a deleted or an empty one. The view shows only its own children, so
+ * it replaces the base's.
+ */
+static bool
+replaces_base_dir(struct stage_ctx *c, const struct eos_delta_entry *e)
+{
+	struct eos_stat st;
+
+	if (e->change != EOS_DELTA_PUT || e->origin || e->opaque)
+		return false;
+	return eos_store_stat(c->st, c->sandbox, eos_publish_base(c->p), e->path, &st, NULL) == 0 &&
+	       st.kind == EOS_KIND_DIR;
+}
+
 static int
 stage_dir(struct stage_ctx *c, const struct eos_delta_entry *e)
 {
 	struct eos_attr attr = entry_attr(e);
-	int r = eos_publish_mkdir(c->p, e->path, &attr, e->opaque || e->origin, c->err);
+	bool opaque = e->opaque || e->origin || replaces_base_dir(c, e);
+	int r = eos_publish_mkdir(c->p, e->path, &attr, opaque, c->err);
 
 	if (r >= 0 && e->origin && !e->opaque)
 		r = remember_moved(c, e);
@@ -125,10 +162,40 @@ stage_put(struct stage_ctx *c, const struct eos_delta_entry *e)
 		return eos_publish_symlink(c->p, e->path, &attr, e->target, c->err);
 	case S_IFREG:
 		return stage_file(c, e);
+	case S_IFIFO:
+	case S_IFCHR:
+	case S_IFBLK:
+		/* each name of a hard-linked one is a node of its own: the store links files only
+		 */
+		return eos_publish_mknod(c->p, e->path, &attr, eos_kind_of_mode(e->mode), e->rdev,
+					 c->err);
 	}
-	return eos_error_set(c->err, -EINVAL,
-			     "publish '%s': special files (mode %06o) cannot be published", e->path,
-			     e->mode);
+	return eos_error_set(c->err, -EINVAL, "publish '%s': file type %06o is not supported",
+			     e->path, e->mode & S_IFMT);
+}
+
+/*
+ * A socket is a runtime object the store does not keep: list it, and delete what the base has
+ * at its path (the session replaced that).
+ */
+static int
+stage_socket(struct stage_ctx *c, const struct eos_delta_entry *e)
+{
+	struct skipped *s = c->skipped;
+	struct eos_stat st;
+	int r;
+
+	if (eos_buf_array_reserve(&s->v, &s->cap, s->n, sizeof(*s->v), 8) < 0 ||
+	    !(s->v[s->n] = strdup(e->path)))
+		return eos_error_set(c->err, -ENOMEM, "publish: out of memory");
+	s->n++;
+	r = eos_store_stat(c->st, c->sandbox, eos_publish_base(c->p), e->path, &st, NULL);
+	if (r == -ENOENT || r == -ENOTDIR)
+		return 0;
+	if (r < 0)
+		return eos_error_set(c->err, r, "publish '%s': look up the base: %s", e->path,
+				     strerror(-r));
+	return eos_publish_remove(c->p, e->path, c->err);
 }
 
 /* Names of the xattrs path has at the base, to remove those the session dropped. */
@@ -165,6 +232,18 @@ stage_xattrs(struct stage_ctx *c, const struct eos_delta_entry *e, bool keeps_ba
 	return c->r < 0 ? c->r : r < 0 ? r : 0;
 }
 
+/*
+ * Where a directory or symlink came from, so that the gate sees a rename (a file's origin is
+ * staged with it; a hard link has none).
+ */
+static int
+stage_origin(struct stage_ctx *c, const struct eos_delta_entry *e)
+{
+	if (!e->origin || S_ISREG(e->mode))
+		return 0;
+	return eos_publish_set_origin(c->p, e->path, e->origin, c->err);
+}
+
 static int
 stage_one(void *ctx, const struct eos_delta_entry *e)
 {
@@ -180,12 +259,17 @@ stage_one(void *ctx, const struct eos_delta_entry *e)
 	/* moved with an ancestor: it does not exist at its new path yet */
 	if (e->origin && (change == EOS_DELTA_ATTR || change == EOS_DELTA_DIR))
 		change = EOS_DELTA_PUT;
+	if (change != EOS_DELTA_DELETE && S_ISSOCK(e->mode)) {
+		c->r = stage_socket(c, e);
+		return c->r < 0 ? 1 : 0;
+	}
 	switch (change) {
 	case EOS_DELTA_DELETE:
 		r = eos_publish_remove(c->p, e->path, c->err);
 		break;
 	case EOS_DELTA_PUT:
 		r = stage_put(c, e);
+		r = r ?: stage_origin(c, e);
 		r = r ?: stage_xattrs(c, e, false);
 		break;
 	case EOS_DELTA_ATTR:
@@ -239,6 +323,11 @@ copy_child(struct stage_ctx *c, const char *to, const char *from, const struct e
 		break;
 	case EOS_KIND_FILE:
 		r = eos_publish_put_file(c->p, to, &f, c->err);
+		break;
+	case EOS_KIND_FIFO:
+	case EOS_KIND_CHR:
+	case EOS_KIND_BLK:
+		r = eos_publish_mknod(c->p, to, &st->attr, st->kind, st->rdev, c->err);
 		break;
 	case EOS_KIND_NONE:
 	case EOS_KIND_WHITEOUT:
@@ -313,11 +402,13 @@ stage_ctx_release(struct stage_ctx *c)
 /* Open the session's view (not mounted) and stage its delta into p. */
 static int
 stage_delta(struct eos_store *st, const char *sandbox, const char *session, struct eos_publish *p,
-	    struct eos_error *err)
+	    struct skipped *skipped, struct eos_error *err)
 {
 	struct eos_view_options o = { .store = st, .sandbox = sandbox, .session = session };
 	EOS_CLEANUP(eos_view_closep) struct eos_view *v = NULL;
-	struct stage_ctx c = { .st = st, .sandbox = sandbox, .p = p, .err = err };
+	struct stage_ctx c = {
+		.st = st, .sandbox = sandbox, .p = p, .skipped = skipped, .err = err
+	};
 	int r = eos_view_open(&o, &v, err);
 
 	if (r < 0)
@@ -340,9 +431,16 @@ eos_view_publish(struct eos_store *st, const char *sandbox, const char *session,
 {
 	struct eos_publish_options o = { .sandbox = sandbox, .session = session, .owner = owner };
 	EOS_CLEANUP(eos_publish_freep) struct eos_publish *p = NULL;
+	EOS_CLEANUP(skipped_release) struct skipped skipped = { 0 };
 	int r = eos_publish_begin(st, &o, &p, err);
 
-	r = r ?: stage_delta(st, sandbox, session, p, err);
+	r = r ?: stage_delta(st, sandbox, session, p, &skipped, err);
 	r = r ?: eos_publish_prepare(p, err);
-	return r ?: eos_publish_commit(p, ret, err);
+	r = r ?: eos_publish_commit(p, ret, err);
+	if (r < 0)
+		return r;
+	ret->skipped = TAKE_PTR(skipped.v);
+	ret->nskipped = skipped.n;
+	skipped.n = 0;
+	return 0;
 }

@@ -402,8 +402,11 @@ blame_entry(struct eos_store *st, const char *sandbox, uint64_t sbx, const char 
 		return eos_error_set(err, -EISDIR, "sandbox '%s': '%s' is a directory", sandbox,
 				     path);
 	case EOS_KIND_SYMLINK:
-		return eos_error_set(err, -EINVAL, "sandbox '%s': '%s' is a symlink", sandbox,
-				     path);
+	case EOS_KIND_FIFO:
+	case EOS_KIND_CHR:
+	case EOS_KIND_BLK:
+		return eos_error_set(err, -EINVAL, "sandbox '%s': '%s' is a %s, not a file",
+				     sandbox, path, eos_kind_name(e->st.kind));
 	case EOS_KIND_NONE:
 	case EOS_KIND_WHITEOUT:
 	default:

@@ -538,6 +538,29 @@ eos_changeset_symlink(struct eos_changeset *cs, const char *path, const struct e
 }
 
 int
+eos_changeset_mknod(struct eos_changeset *cs, const char *path, const struct eos_attr *attr,
+		    enum eos_kind kind, uint64_t rdev, struct eos_error *err)
+{
+	EOS_CLEANUP(op_freep) struct eos_op *op = NULL;
+	int r;
+
+	if (kind != EOS_KIND_FIFO && !eos_kind_has_rdev(kind))
+		return eos_error_set(err, -EINVAL, "mknod '%s': kind %d is not a fifo or a device",
+				     path ? path : "", (int)kind);
+	if (rdev && !eos_kind_has_rdev(kind))
+		return eos_error_set(err, -EINVAL, "mknod '%s': a fifo has no device number",
+				     path ? path : "");
+	r = check_path(cs, path, false, err);
+	r = r ?: check_attr(path, attr, err);
+	r = r ?: op_new(path, EOS_OP_MKNOD, attr, &op);
+	if (r < 0)
+		return r;
+	op->node = kind;
+	op->rdev = rdev;
+	return changeset_add(cs, &op, err);
+}
+
+int
 eos_changeset_link(struct eos_changeset *cs, const char *path, const char *target,
 		   struct eos_error *err)
 {

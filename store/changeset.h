@@ -33,11 +33,13 @@
  *     mkdir     DIR; keeps the floor of a directory that was there (unless opaque), else
  *               floor = V (older children become invisible). Kept directories keep their xattrs.
  *     symlink   SYMLINK, target 1..4095 bytes, size = its length.
+ *     mknod     FIFO, CHR or BLK with its rdev (devices only), size 0, no content.
  *     remove    WHITEOUT; the path must exist ("remove 'x': no such path at L000003").
  *     set_attr  the "before" record with the new attr (must exist); when anything changes the
  *               path leaves its link group (link_group 0). Keeps xattrs.
  *     link      a copy of the target's record (content, attr, xattrs, group). The target must be
- *               a regular file staged here or visible at H (-EPERM for a directory). A target
+ *               a regular file staged here or visible at H (-EPERM for a directory, -EINVAL
+ *               naming the kind for a symlink, fifo or device). A target
  *               without a group gets one from the sandbox record's next_link_group (1 for a new
  *               sandbox) and is (re)written at V with it.
  *     Staged xattr edits (set or remove, in order) apply on top of the record's xattrs.
@@ -90,6 +92,7 @@ enum eos_op_kind {
 	EOS_OP_LINK,
 	EOS_OP_REMOVE,
 	EOS_OP_SET_ATTR,
+	EOS_OP_MKNOD,
 };
 
 /* One staged xattr change: set name to value, or (value == NULL) remove it. */
@@ -106,6 +109,8 @@ struct eos_op {
 	struct eos_content content; /* PUT_FILE */
 	char *target;		    /* SYMLINK: target; LINK: path of the link target */
 	bool opaque;		    /* MKDIR */
+	enum eos_kind node;	    /* MKNOD: FIFO, CHR or BLK */
+	uint64_t rdev;		    /* MKNOD: the device (CHR, BLK) */
 	size_t nedits;
 	struct eos_xattr_edit *edits;
 	bool dropped; /* resolved away by the publish gate: not committed */

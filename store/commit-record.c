@@ -62,9 +62,13 @@ link_check_kind(const struct eos_commit_plan *p, enum eos_kind kind, struct eos_
 	case EOS_KIND_DIR:
 		return eos_error_set(err, -EPERM, "hard link to directory '%s'", target);
 	case EOS_KIND_SYMLINK:
+	case EOS_KIND_FIFO:
+	case EOS_KIND_CHR:
+	case EOS_KIND_BLK:
+		/* The store links regular files only. */
 		return eos_error_set(err, -EINVAL,
-				     "link '%s': target '%s' is a symlink, not a regular file",
-				     p->op->path, target);
+				     "link '%s': target '%s' is a %s, not a regular file",
+				     p->op->path, target, eos_kind_name(kind));
 	case EOS_KIND_NONE:
 	case EOS_KIND_WHITEOUT:
 		break;
@@ -302,7 +306,7 @@ eos_commit_entry_equal(const struct eos_entry *a, const struct eos_entry *b)
 {
 	if (a->st.kind != b->st.kind || !eos_commit_attr_equal(&a->st.attr, &b->st.attr) ||
 	    a->st.floor != b->st.floor || a->st.link_group != b->st.link_group ||
-	    a->st.size != b->st.size || !xattrs_equal(a, b))
+	    a->st.size != b->st.size || a->st.rdev != b->st.rdev || !xattrs_equal(a, b))
 		return false;
 	if (a->st.kind == EOS_KIND_FILE && !content_equal(&a->st.content, &b->st.content))
 		return false;
@@ -340,6 +344,9 @@ plan_fields(const struct eos_commit *cx, const struct eos_commit_plan *p, struct
 		if (!rec->target)
 			return -ENOMEM;
 		rec->st.size = strlen(op->target);
+		break;
+	case EOS_OP_MKNOD:
+		rec->st.rdev = op->rdev;
 		break;
 	case EOS_OP_LINK:
 		return link_record(cx, p, rec);

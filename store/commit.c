@@ -13,6 +13,7 @@
 #include "common/path.h"
 
 #include "store/changeset.h"
+#include "store/content.h"
 #include "store/entry.h"
 #include "store/kv.h"
 #include "store/refs.h"
@@ -268,6 +269,9 @@ plan_kind(struct eos_commit *cx, struct eos_commit_plan *p, struct eos_error *er
 		return 0;
 	case EOS_OP_SYMLINK:
 		p->kind = EOS_KIND_SYMLINK;
+		return 0;
+	case EOS_OP_MKNOD:
+		p->kind = p->op->node;
 		return 0;
 	case EOS_OP_MKDIR:
 		p->kind = EOS_KIND_DIR;
@@ -557,6 +561,9 @@ commit_locked(struct eos_commit *cx, uint64_t expected, eos_commit_hook_fn hook,
 	if (r >= 0)
 		r = commit_failpoint("commit.before_write", err);
 	if (r >= 0)
+		r = eos_space_check(&cx->st->space, EOS_SPACE_GROW, eos_kv_batch_bytes(cx->batch),
+				    err);
+	if (r >= 0)
 		r = eos_kv_batch_write(cx->st->kv, cx->batch, true, err);
 	if (r < 0)
 		return r;
@@ -628,6 +635,16 @@ commit_release(struct eos_commit *cx)
 	eos_buf_release(&cx->val);
 }
 
+/* Keep the next change sets' chunks out of this one's blob files (store/reclaim.c). */
+static void
+commit_flush_chunks(struct eos_changeset *cs)
+{
+	struct eos_content_writer_stats s;
+
+	eos_content_writer_stats(cs->writer, &s);
+	eos_store_chunks_committed(cs->st, s.stored_bytes);
+}
+
 /* Commit with st->write_lock held by the caller (locked) or taken here. */
 static int
 changeset_commit(struct eos_changeset *cs, uint64_t expected_head, bool locked,
@@ -652,6 +669,8 @@ changeset_commit(struct eos_changeset *cs, uint64_t expected_head, bool locked,
 	}
 	if (r >= 0 && cs->new_sandbox)
 		cs->sbx = cx.sbx;
+	if (r >= 0 && cx.res.version)
+		commit_flush_chunks(cs);
 	eos_changeset_end_commit(cs, r >= 0);
 	if (r >= 0 && ret)
 		*ret = cx.res;

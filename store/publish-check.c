@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "common/buf.h"
 #include "common/cleanup.h"
@@ -49,6 +50,10 @@ fingerprints(const struct eos_pub_check *c, const struct eos_pub_op *op, struct 
 		break;
 	case EOS_PUB_SYMLINK:
 		s.kind = EOS_KIND_SYMLINK;
+		break;
+	case EOS_PUB_NODE:
+		s.kind = op->node;
+		s.rdev = op->rdev;
 		break;
 	case EOS_PUB_ATTR:
 		s = op->base.st;
@@ -105,29 +110,14 @@ session_kind(const struct eos_pub_op *op)
 		return EOS_KIND_DIR;
 	case EOS_PUB_SYMLINK:
 		return EOS_KIND_SYMLINK;
+	case EOS_PUB_NODE:
+		return op->node;
 	case EOS_PUB_ATTR:
 		return op->base_found ? op->base.st.kind : EOS_KIND_NONE;
 	case EOS_PUB_REMOVE:
 		break;
 	}
 	return EOS_KIND_NONE;
-}
-
-static const char *
-kind_word(enum eos_kind k)
-{
-	switch (k) {
-	case EOS_KIND_DIR:
-		return "directory";
-	case EOS_KIND_FILE:
-		return "file";
-	case EOS_KIND_SYMLINK:
-		return "symlink";
-	case EOS_KIND_NONE:
-	case EOS_KIND_WHITEOUT:
-		break;
-	}
-	return "nothing";
 }
 
 static void
@@ -373,6 +363,54 @@ merge_symlink(struct eos_pub_check *c, struct eos_pub_op *op)
 	return take(op);
 }
 
+/*
+ * Both changed a fifo or device of one kind: its device number merges like a symlink's target
+ * (taken from the side that changed it), its attributes as always.
+ */
+static int
+merge_node(struct eos_pub_check *c, struct eos_pub_op *op, const struct eos_attr *base)
+{
+	uint64_t was = op->base_found ? op->base.st.rdev : op->head.st.rdev;
+	struct eos_op *staged;
+
+	if (op->rdev == op->head.st.rdev || was == op->head.st.rdev)
+		return merge_attr_op(c, op, base);
+	if (was != op->rdev)
+		return eos_pub_conflict(c, op, EOS_CONFLICT_DEVICE, NULL,
+					"'%s': the session made it device %u:%u, the head %u:%u",
+					op->path, major(op->rdev), minor(op->rdev),
+					major(op->head.st.rdev), minor(op->head.st.rdev));
+	staged = eos_changeset_op(c->p->cs, op->path);
+	if (!staged)
+		return -EIO;
+	staged->rdev = op->rdev = op->head.st.rdev;
+	c->merged++;
+	return merge_attr_op(c, op, base);
+}
+
+/*
+ * Whether the head already has hard link op: the path in the group of its target, which this
+ * publish does not rewrite (not staged, or dropped as what the head has).
+ */
+static bool
+linked_at_head(struct eos_pub_check *c, const struct eos_pub_op *op)
+{
+	const struct eos_pub_op *t = eos_pub_find(c->p, op->target);
+	const struct eos_op *staged = t ? eos_changeset_op(c->p->cs, t->path) : NULL;
+	EOS_CLEANUP(eos_entry_release) struct eos_entry e;
+	uint64_t group = op->head.st.link_group;
+
+	eos_entry_init(&e);
+	if (op->head.st.kind != EOS_KIND_FILE || !group)
+		return false;
+	if (t)
+		return t->resolved && staged && staged->dropped && t->head_found &&
+		       t->head.st.link_group == group;
+	return eos_entry_resolve(c->p->st, c->snap, c->p->sbx, c->head, op->target, &e, NULL) ==
+		       0 &&
+	       e.st.kind == EOS_KIND_FILE && e.st.link_group == group;
+}
+
 static int
 merge_same_kind(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_error *err)
 {
@@ -387,9 +425,15 @@ merge_same_kind(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_error
 		return merge_attr_op(c, op, base);
 	case EOS_PUB_SYMLINK:
 		return merge_symlink(c, op);
+	case EOS_PUB_NODE:
+		return merge_node(c, op, base);
 	case EOS_PUB_FILE:
 		return eos_pub_merge_file(c, op, err);
 	case EOS_PUB_LINK:
+		if (linked_at_head(c, op)) {
+			drop(c, op);
+			return 0;
+		}
 		return eos_pub_conflict(c, op, EOS_CONFLICT_CONTENT, NULL,
 					"'%s': the session made it a hard link of '%s', the head "
 					"changed it",
@@ -413,6 +457,8 @@ same_as_head(const struct eos_pub_op *op)
 		       !strcmp(op->target, op->head.target);
 	case EOS_PUB_MKDIR:
 		return op->head.st.kind == EOS_KIND_DIR;
+	case EOS_PUB_NODE:
+		return op->head.st.kind == op->node && op->head.st.rdev == op->rdev;
 	case EOS_PUB_LINK:
 	case EOS_PUB_ATTR:
 	case EOS_PUB_REMOVE:
@@ -431,15 +477,15 @@ check_changed(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_error *
 	if (op->kind == EOS_PUB_REMOVE)
 		return eos_pub_conflict(c, op, EOS_CONFLICT_DELETE_MODIFY, NULL,
 					"'%s': the session deleted the %s, the head changed it",
-					op->path, kind_word(kb));
+					op->path, eos_kind_name(kb));
 	if (ks == kh && kb != kh && same_as_head(op))
 		/* both changed the type the same way: only the attributes can differ */
 		return merge_attr_op(c, op, &op->head.st.attr);
 	if (ks != kh || kb != kh)
 		return eos_pub_conflict(c, op, EOS_CONFLICT_TYPE, NULL,
 					"'%s': the session made it a %s, the head a %s (it was %s)",
-					op->path, kind_word(ks), kind_word(kh),
-					op->base_found ? kind_word(kb) : "absent");
+					op->path, eos_kind_name(ks), eos_kind_name(kh),
+					op->base_found ? eos_kind_name(kb) : "absent");
 	return merge_same_kind(c, op, err);
 }
 
@@ -453,13 +499,42 @@ check_deleted(struct eos_pub_check *c, struct eos_pub_op *op)
 	}
 	return eos_pub_conflict(c, op, EOS_CONFLICT_MODIFY_DELETE, NULL,
 				"'%s': the session changed the %s, the head deleted it", op->path,
-				kind_word(op->base.st.kind));
+				eos_kind_name(op->base.st.kind));
+}
+
+/*
+ * Whether path is below a directory this publish stages as opaque, which hides everything older
+ * below it: a removal there has nothing to remove (a name deleted in a moved directory, even
+ * where the base has that path).
+ */
+static bool
+below_opaque(struct eos_publish *p, const char *path)
+{
+	cleanup_free char *dir = strdup(path);
+
+	for (char *slash = dir ? strrchr(dir, '/') : NULL; slash; slash = strrchr(dir, '/')) {
+		const struct eos_pub_op *op;
+
+		*slash = '\0';
+		op = eos_pub_find(p, dir);
+		if (op && op->kind == EOS_PUB_MKDIR && op->opaque)
+			return true;
+	}
+	return false;
+}
+
+/* A removal of nothing: absent at the base, or below a directory the publish replaces. */
+static bool
+removes_nothing(struct eos_pub_check *c, const struct eos_pub_op *op)
+{
+	return op->kind == EOS_PUB_REMOVE && !c->p->blind &&
+	       (!op->base_found || below_opaque(c->p, op->path));
 }
 
 int
 eos_pub_check_unchanged(struct eos_pub_check *c, struct eos_pub_op *op)
 {
-	if (op->kind == EOS_PUB_REMOVE && !op->base_found && !c->p->blind)
+	if (removes_nothing(c, op))
 		drop(c, op); /* nothing to delete (a name below a moved directory) */
 	else
 		take(op);
@@ -475,13 +550,46 @@ replaces_dir(const struct eos_pub_op *op)
 	return op->kind != EOS_PUB_MKDIR || op->opaque;
 }
 
+/* Whether the head has at op->path what the base had (nothing, or the same record). */
+static bool
+head_kept(const struct eos_pub_op *op)
+{
+	return op->base_found == op->head_found &&
+	       (!op->base_found || op->base.st.version == op->head.st.version);
+}
+
+/*
+ * An opaque directory hides what the base had below it. Where the base had no directory and the
+ * head has one (both sides created it, or renamed one there), it is merged with the head's like
+ * any other directory: raising the floor would hide the head's children.
+ */
+static void
+merge_opaque_dir(struct eos_pub_check *c, struct eos_pub_op *op)
+{
+	struct eos_op *staged;
+
+	if (op->kind != EOS_PUB_MKDIR || !op->opaque ||
+	    (op->base_found && op->base.st.kind == EOS_KIND_DIR) || !op->head_found ||
+	    op->head.st.kind != EOS_KIND_DIR)
+		return;
+	op->opaque = false;
+	staged = eos_changeset_op(c->p->cs, op->path);
+	if (staged)
+		staged->opaque = false;
+}
+
 int
 eos_pub_check_op(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_error *err)
 {
-	bool unchanged = op->base_found == op->head_found &&
-			 (!op->base_found || op->base.st.version == op->head.st.version);
+	bool unchanged = head_kept(op);
 	bool skip = false, conflict;
 	int r;
+
+	merge_opaque_dir(c, op);
+	if (op->kind == EOS_PUB_REMOVE && below_opaque(c->p, op->path)) {
+		drop(c, op);
+		return 0;
+	}
 
 	if (!replaces_dir(op) && unchanged)
 		return op->base_found		    ? take(op)
@@ -502,4 +610,32 @@ eos_pub_check_op(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_erro
 	if (!op->head_found)
 		return check_deleted(c, op);
 	return check_changed(c, op, err);
+}
+
+int
+eos_pub_check_renames(struct eos_pub_check *c, struct eos_error *err)
+{
+	struct eos_publish *p = c->p;
+	bool skip;
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < p->nops; i++) {
+		struct eos_pub_op *to = p->ops[i];
+		struct eos_pub_op *from = to->origin ? eos_pub_find(p, to->origin) : NULL;
+
+		/* a head that also changed the destination (the same rename) is judged there */
+		if (!from || from->kind != EOS_PUB_REMOVE || !from->base_found ||
+		    from->head_found || !head_kept(to))
+			continue;
+		r = ignored(c, to, &skip, err);
+		if (r < 0 || skip) /* last writer wins */
+			continue;
+		r = eos_pub_conflict(c, to, EOS_CONFLICT_RENAME, from->path,
+				     "'%s': the session renamed '%s' here, the head deleted or "
+				     "renamed '%s'",
+				     to->path, from->path, from->path);
+		if (r < 0)
+			r = eos_error_set(err, r, "publish: out of memory");
+	}
+	return r;
 }

@@ -65,6 +65,8 @@ check_all(struct eos_pub_check *c, struct eos_error *err)
 		r = lookup_head(c, op, err);
 		r = r ?: eos_pub_check_op(c, op, err);
 	}
+	if (r >= 0 && !take_all)
+		r = eos_pub_check_renames(c, err);
 	return r ?: failpoint("publish.check", err);
 }
 
@@ -132,7 +134,8 @@ reset_session(struct eos_publish *p, uint64_t head, struct eos_error *err)
 	r = r ?: eos_session_stage_reset(b, p->sbx, p->session, head, p->session_created_ns);
 	if (r < 0)
 		return eos_error_set(err, r, "publish: out of memory");
-	return eos_kv_batch_write(p->st->kv, b, true, err);
+	r = eos_space_check(&p->st->space, EOS_SPACE_RECORD, eos_kv_batch_bytes(b), err);
+	return r ?: eos_kv_batch_write(p->st->kv, b, true, err);
 }
 
 static void

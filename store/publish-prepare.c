@@ -81,6 +81,8 @@ stage_other(struct eos_publish *p, const struct eos_pub_op *op, struct eos_error
 		return eos_changeset_mkdir(p->cs, op->path, &op->attr, op->opaque, err);
 	case EOS_PUB_SYMLINK:
 		return eos_changeset_symlink(p->cs, op->path, &op->attr, op->target, err);
+	case EOS_PUB_NODE:
+		return eos_changeset_mknod(p->cs, op->path, &op->attr, op->node, op->rdev, err);
 	case EOS_PUB_LINK:
 		return eos_changeset_link(p->cs, op->path, op->target, err);
 	case EOS_PUB_REMOVE:

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -31,6 +32,8 @@ static const char *const conflict_names[] = {
 	[EOS_CONFLICT_PARENT] = "parent",
 	[EOS_CONFLICT_MODE] = "mode",
 	[EOS_CONFLICT_SYMLINK] = "symlink",
+	[EOS_CONFLICT_DEVICE] = "device",
+	[EOS_CONFLICT_RENAME] = "rename",
 };
 
 const char *
@@ -340,6 +343,20 @@ eos_publish_symlink(struct eos_publish *p, const char *path, const struct eos_at
 }
 
 int
+eos_publish_mknod(struct eos_publish *p, const char *path, const struct eos_attr *attr,
+		  enum eos_kind kind, uint64_t rdev, struct eos_error *err)
+{
+	struct eos_pub_op *op;
+	int r = op_add(p, path, EOS_PUB_NODE, attr, &op, err);
+
+	if (r >= 0) {
+		op->node = kind;
+		op->rdev = rdev;
+	}
+	return r;
+}
+
+int
 eos_publish_link(struct eos_publish *p, const char *path, const char *target, struct eos_error *err)
 {
 	int r = target ? eos_path_check(target, err) : 0;
@@ -364,6 +381,28 @@ eos_publish_set_attr(struct eos_publish *p, const char *path, const struct eos_a
 	if (!attr)
 		return eos_error_set(err, -EINVAL, "'%s': no attributes given", path ? path : "");
 	return op_add(p, path, EOS_PUB_ATTR, attr, &op, err);
+}
+
+int
+eos_publish_set_origin(struct eos_publish *p, const char *path, const char *origin,
+		       struct eos_error *err)
+{
+	struct eos_pub_op *op;
+	char *copy;
+	int r = check_open(p, path, err);
+
+	r = r ?: (origin ? eos_path_check(origin, err) : 0);
+	if (r < 0)
+		return r;
+	op = eos_pub_find(p, path);
+	if (!op)
+		return eos_error_set(err, -ENOENT, "origin of '%s': the path is not staged", path);
+	copy = origin ? strdup(origin) : NULL;
+	if (origin && !copy)
+		return eos_error_set(err, -ENOMEM, "'%s': out of memory", path);
+	free(op->origin);
+	op->origin = copy;
+	return 0;
 }
 
 int
@@ -476,6 +515,12 @@ eos_pub_fingerprint(const struct eos_stat *s, const char *target, char *out)
 			memset(&d, 0, sizeof(d));
 		eos_digest_hex(&d, hex);
 		snprintf(out, EOS_FINGERPRINT_MAX, "symlink:%s", hex);
+	} else if (s->kind == EOS_KIND_FIFO) {
+		snprintf(out, EOS_FINGERPRINT_MAX, "fifo:%04o", s->attr.mode & 07777);
+	} else if (eos_kind_has_rdev(s->kind)) {
+		snprintf(out, EOS_FINGERPRINT_MAX, "%s:%04o:%u:%u",
+			 s->kind == EOS_KIND_CHR ? "chr" : "blk", s->attr.mode & 07777,
+			 major(s->rdev), minor(s->rdev));
 	} else {
 		eos_digest_hex(&s->content.digest, hex);
 		snprintf(out, EOS_FINGERPRINT_MAX, "file:%04o:%s", s->attr.mode & 07777, hex);
@@ -498,6 +543,11 @@ eos_publish_result_release(struct eos_publish_result *r)
 	free(r->conflicts);
 	r->conflicts = NULL;
 	r->nconflicts = 0;
+	for (size_t i = 0; i < r->nskipped; i++)
+		free(r->skipped[i]);
+	free(r->skipped);
+	r->skipped = NULL;
+	r->nskipped = 0;
 }
 
 void

@@ -22,7 +22,8 @@
  *     symlink target), or a conflict. Paths ignored by the base's .gitignore files are taken
  *     (last writer wins). Removing or replacing a directory also needs no record below it in
  *     (base, H] (one key-range scan, store/publish-check.c), and a created path needs its parent
- *     to be a directory at H (or staged).
+ *     to be a directory at H (or staged). A rename (an op with an origin the publish removes)
+ *     needs H to still have its source.
  *  2. Any conflict: REJECTED, nothing written, the change set is dropped.
  *  3. Else the change set is committed with eos_changeset_commit_locked(); its hook adds to the
  *     same batch one blame record per file record written at V (store/publish-blame.c), and for
@@ -54,14 +55,17 @@ enum eos_pub_kind {
 	EOS_PUB_LINK,
 	EOS_PUB_REMOVE,
 	EOS_PUB_ATTR,
+	EOS_PUB_NODE, /* a fifo or a device */
 };
 
 struct eos_pub_op {
 	char *path;
 	enum eos_pub_kind kind;
 	struct eos_attr attr;
-	bool opaque;  /* MKDIR */
-	char *target; /* SYMLINK: target; LINK: the link target's path */
+	bool opaque;	    /* MKDIR */
+	char *target;	    /* SYMLINK: target; LINK: the link target's path */
+	enum eos_kind node; /* NODE: FIFO, CHR or BLK */
+	uint64_t rdev;	    /* NODE: the device */
 	/* FILE: where the bytes come from (one of data_path, data, has_content) */
 	char *data_path;
 	uint8_t *data;
@@ -70,7 +74,7 @@ struct eos_pub_op {
 	struct eos_content content; /* also set by prepare for every FILE: the staged content */
 	struct eos_write_range *ranges;
 	size_t nranges;
-	char *origin;
+	char *origin; /* the base path it came from (eos_publish_set_origin, or the file's) */
 	struct eos_xattr_edit *edits; /* in order; value NULL = remove */
 	size_t nedits;
 	/* prepare */
@@ -169,6 +173,12 @@ struct eos_pub_check {
 int eos_pub_check_unchanged(struct eos_pub_check *c, struct eos_pub_op *op);
 /* Decide op against the head (op->head filled): take, drop, merge or record a conflict. */
 int eos_pub_check_op(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_error *err);
+/*
+ * After every op was checked: a rename (an op with an origin the publish removes) whose source
+ * the head no longer has, to a destination the head left as the base had it, is a RENAME
+ * conflict naming both paths.
+ */
+int eos_pub_check_renames(struct eos_pub_check *c, struct eos_error *err);
 /* Record a conflict at op (detail may be NULL). */
 int eos_pub_conflict(struct eos_pub_check *c, const struct eos_pub_op *op,
 		     enum eos_conflict_kind kind, const char *detail, const char *fmt, ...)

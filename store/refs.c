@@ -262,21 +262,28 @@ refs_apply_manifest(struct eos_store *st, struct eos_refdelta *d, struct eos_kv_
 	return 0;
 }
 
-/* Delete chunk dg, adding its stored frame length to freed. A chunk already gone frees nothing. */
+/*
+ * Delete chunk dg, adding its stored frame length to freed. A chunk already gone frees nothing; a
+ * damaged one (RocksDB cannot read it) is deleted all the same, its size unknown.
+ */
 static int
 refs_free_chunk(struct eos_store *st, struct eos_kv_batch *b, const struct eos_digest *dg,
 		struct eos_refs_freed *freed, struct eos_error *err)
 {
 	struct eos_buf frame;
+	struct eos_error e = { 0 };
 	int r;
 
 	eos_buf_init(&frame);
-	r = eos_kv_get(st->kv, NULL, EOS_CF_CHUNKS, dg->b, EOS_DIGEST_LEN, &frame, err);
+	r = eos_kv_get(st->kv, NULL, EOS_CF_CHUNKS, dg->b, EOS_DIGEST_LEN, &frame, &e);
 	if (r == 0)
 		freed->bytes += frame.len;
 	eos_buf_release(&frame);
-	if (r < 0 && r != -ENOENT)
+	if (r < 0 && r != -ENOENT && r != -EBADMSG) {
+		if (err)
+			*err = e;
 		return r;
+	}
 	eos_kv_batch_delete(b, EOS_CF_CHUNKS, dg->b, EOS_DIGEST_LEN);
 	freed->chunks++;
 	return 0;

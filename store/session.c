@@ -27,6 +27,7 @@ enum {
 	RECORD_FORMAT = 1,
 	RECORD_LEN = 17,
 	DELTA_KEY_MAX = 1024,
+	SESSION_CREATE_BYTES = 512, /* about what its record and lease add */
 };
 
 static const char LEASE_PREFIX[] = "session:";
@@ -142,6 +143,9 @@ eos_store_session_create(struct eos_store *st, const char *sandbox, const char *
 				     name, sandbox);
 	if (lease_name(name, lease, sizeof(lease)) < 0)
 		return eos_error_set(err, -EINVAL, "session name '%s' is too long", name);
+	r = eos_space_check(&st->space, EOS_SPACE_GROW, SESSION_CREATE_BYTES, err);
+	if (r < 0)
+		return eos_error_prefix(err, r, "session '%s'", name);
 	r = eos_store_lease_acquire(st, sandbox, lease, v, &pinned, err);
 	if (r < 0)
 		return eos_error_prefix(err, r, "session '%s'", name);
@@ -363,6 +367,8 @@ eos_store_session_scan(struct eos_store *st, const char *sandbox, const char *na
 struct eos_session_batch {
 	struct eos_store *st;
 	struct eos_kv_batch *b;
+	bool puts;    /* b holds a put (a batch of deletes only is written at any fill level) */
+	bool freeing; /* … or one that frees space (eos_session_batch_freeing) */
 	struct eos_buf prefix;
 	struct eos_buf key;
 };
@@ -405,6 +411,7 @@ eos_session_batch_put(struct eos_session_batch *b, const void *key, size_t klen,
 	if (r < 0)
 		return r;
 	eos_kv_batch_put(b->b, EOS_CF_SESSION, b->key.data, b->key.len, val, vlen);
+	b->puts = true;
 	return 0;
 }
 
@@ -419,18 +426,32 @@ eos_session_batch_delete(struct eos_session_batch *b, const void *key, size_t kl
 	return 0;
 }
 
+/*
+ * Puts are small records: refused only below the hard reserve (store/space.h), so that the view
+ * keeps working on what exists while the soft reserve stops new data; deletes always go through.
+ * A refused batch is dropped like a written one: nothing of it is applied.
+ */
 int
 eos_session_batch_write(struct eos_session_batch *b, bool sync, struct eos_error *err)
 {
 	int r = 0;
 
-	if (eos_kv_batch_count(b->b) > 0 || sync)
+	if (b->puts && !b->freeing)
+		r = eos_space_check(&b->st->space, EOS_SPACE_RECORD, eos_kv_batch_bytes(b->b), err);
+	if (r == 0 && (eos_kv_batch_count(b->b) > 0 || sync))
 		r = eos_kv_batch_write(b->st->kv, b->b, sync, err);
 	eos_kv_batch_free(b->b);
 	b->b = NULL;
+	b->puts = b->freeing = false;
 	if (eos_kv_batch_new(&b->b) < 0 && r == 0)
 		r = eos_error_set(err, -ENOMEM, "session batch: out of memory");
 	return r;
+}
+
+void
+eos_session_batch_freeing(struct eos_session_batch *b)
+{
+	b->freeing = true;
 }
 
 void

@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "tests/integration/model-util.h"
+
 #define PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
 
 enum {
@@ -188,42 +190,9 @@ fsm_side_name(int s)
 	return s == SIDE_MODEL ? "model" : "view";
 }
 
-/* realloc that exits 2 when memory runs out. */
-static inline void *
-fsm_realloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p) {
-		fprintf(stderr, "fs-model: out of memory\n");
-		exit(2);
-	}
-	return p;
-}
-
-static inline char *
-fsm_strdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-
-	return memcpy(fsm_realloc(NULL, n), s, n);
-}
-
-/* "dir/name", or "name" when dir is the root (""); caller frees. */
-static inline char *
-fsm_join(const char *dir, const char *name)
-{
-	size_t a = strlen(dir), b = strlen(name);
-	char *p = fsm_realloc(NULL, a + b + 2);
-
-	if (a == 0) {
-		memcpy(p, name, b + 1);
-		return p;
-	}
-	memcpy(p, dir, a);
-	p[a] = '/';
-	memcpy(p + a + 1, name, b + 1);
-	return p;
-}
+#define fsm_realloc mu_realloc
+#define fsm_strdup  mu_strdup
+#define fsm_join    mu_join
 
 static inline long
 fsm_neg_errno(void)

@@ -6,8 +6,10 @@
 # with `cp -a`, and tests/integration/fs-model applies the same seeded random operations to both
 # and compares the trees after every batch. Then the session is unmounted and mounted again and
 # the view must still equal the model: the delta survives a remount. As root, one seed runs
-# again as the unprivileged user eos-test (store, model and mount owned by it; the user is
-# created when missing).
+# again as the unprivileged user eos-test (the user is created when missing) over root's files:
+# the user imports a tar of the base tree that root made (root's owners, a 0600 file, a 0750
+# directory) into a store of its own and mounts it; the model is the same tree owned by the
+# user, as if the user had unpacked the tar, and the view must show it so (owners included).
 #
 # Environment: EOS_MODEL_SEED (the first seed; the others follow it; default random, printed),
 # EOS_MODEL_SEEDS (number of seeds, default 3), EOS_MODEL_OPS (operations per seed, default
@@ -139,7 +141,8 @@ user_mount() {
 	return 1
 }
 
-# Prepare the unprivileged user's directory: base, store, model. Returns 1 to skip.
+# Prepare the unprivileged user's directory: root's tar of the base, the user's store of it,
+# the model. Returns 1 to skip.
 user_setup() {
 	if ! id "$EOS_TEST_USER" >/dev/null 2>&1 &&
 		! useradd --system --create-home "$EOS_TEST_USER" >/dev/null 2>&1; then
@@ -151,12 +154,13 @@ user_setup() {
 		return 1
 	fi
 	U=$T/user
-	if ! { mkdir "$U" && cp -a "$T/base" "$U/base" && chown -R "$EOS_TEST_USER:" "$U"; }; then
+	if ! { mkdir "$U" && chown "$EOS_TEST_USER:" "$U" &&
+		tar --format=posix -C "$T/base" -cf "$U/base.tar" . && chmod 0644 "$U/base.tar" &&
+		cp -a "$T/base" "$U/model" && chown -R "$EOS_TEST_USER:" "$U/model"; }; then
 		bail_out "cannot prepare the unprivileged user's directory"
 	fi
-	as_test_user cp -a "$U/base" "$U/model" || bail_out "cannot copy the base as '$EOS_TEST_USER'"
-	run as_test_user "$EOS_STORE_BIN" --store "$U/store" import "$U/base" --sandbox "$sandbox"
-	expect_rc 0 "unprivileged: import the base tree"
+	run as_test_user "$EOS_STORE_BIN" --store "$U/store" import "$U/base.tar" --sandbox "$sandbox"
+	expect_rc 0 "unprivileged: import root's tar of the base tree"
 }
 
 # One seed as the unprivileged user, with the same checks as main_seed.

@@ -4,7 +4,8 @@
 # Workspace sessions through eosfs: several sessions served by one process stay isolated from
 # each other and from the published tree, writes are attributed to the operation named by
 # EOS_OPERATION (else to the session), SIGTERM unmounts cleanly, the delta survives a restart,
-# and eos-store shows and removes sessions.
+# eos-store shows and removes sessions, a failed start-up leaves no session behind, and eos-store
+# waits for an eosfs that is shutting down (but not for one that serves).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/fs-lib.sh"
 
@@ -59,6 +60,7 @@ test_store_owned() {
 	run eos_store --store "$S" ls
 	expect_rc_match 1 err "in use by pid $(cat "$T/eosfs.pid")" \
 		"eos-store is refused while eosfs owns the store, naming its pid"
+	check "... at once: a serving eosfs is not waited for" not grep -q waiting <<<"$err"
 }
 
 test_sigterm() {
@@ -112,6 +114,64 @@ test_remove() {
 	check "unmount b" fs_umount "$B"
 }
 
+# The sessions of sandbox sb (names, space-separated) and its leases.
+sessions_and_leases() {
+	eos_store --store "$S" --json sessions --sandbox sb | json_get '" ".join(s["name"] for s in d["sessions"])'
+	eos_store --store "$S" --json leases --sandbox sb | json_get '" ".join(l["name"] for l in d["leases"])'
+}
+
+# A start-up that fails changes nothing: no session, no lease, no mount.
+test_failed_startup() {
+	local before
+	before=$(sessions_and_leases)
+	mkdir -p "$T/full" "$T/empty"
+	: >"$T/full/x"
+	run "$EOSFS_BIN" --store "$S" --sandbox sb --session n1 "$T/missing"
+	expect_rc_match 1 err "$T/missing" "eosfs with a missing mount point fails naming it"
+	run "$EOSFS_BIN" --store "$S" --sandbox sb --session n1 "$T/full"
+	expect_rc_match 1 err "not empty" "eosfs with a non-empty mount point fails"
+	run "$EOSFS_BIN" --store "$S" --sandbox sb --session "n1:$T/empty" --session "n2:$T/missing"
+	expect_rc_match 1 err "$T/missing" "eosfs fails when any of its mount points is missing"
+	check "... and mounted none of them" not fs_is_mounted "$T/empty"
+	run "$EOSFS_BIN" --store "$S" --sandbox sb --session n1 -o no_such_fuse_option "$T/empty"
+	expect_rc_match 1 err no_such_fuse_option "eosfs with a bad FUSE option fails naming it"
+	run "$EOSFS_BIN" --store "$S" --sandbox nosb --session n1 "$T/empty"
+	expect_rc_match 1 err nosb "eosfs with a missing sandbox fails naming it"
+	check "the failed start-ups left no session and no lease" \
+		test "$(sessions_and_leases)" = "$before"
+}
+
+# An eosfs whose mounts are gone but which has not finished yet is waited for; here a file held
+# open across a lazy unmount keeps it alive for as long as the test wants.
+test_wait_for_shutdown() {
+	local pid waiter i
+	fs_mount "$A" "$S" sb a || bail_out "mount of a failed"
+	pid=$(cat "$A.pid")
+	exec 7<"$A/src/f.txt"
+	fusermount3 -uz "$A"
+	check "a lazily unmounted view leaves the mount table" not fs_is_mounted "$A"
+	run env EOS_STORE_WAIT=0.1 "$EOS_STORE_BIN" --store "$S" ls
+	expect_rc_match 1 err "in use by pid $pid, which did not finish closing it" \
+		"after its wait, eos-store fails naming the eosfs that holds on"
+	check "... and said that it was waiting" grep -q "being closed by pid $pid: waiting" <<<"$err"
+	# (without fd 7, or the waiter itself would keep eosfs alive)
+	EOS_STORE_WAIT=60 "$EOS_STORE_BIN" --store "$S" ls >"$T/wait.out" 2>"$T/wait.err" 7<&- &
+	waiter=$!
+	track_pid "$waiter"
+	for ((i = 0; i < 200; i++)); do
+		grep -q waiting "$T/wait.err" || ! kill -0 "$waiter" 2>/dev/null && break
+		sleep 0.05
+	done
+	check "eos-store waits for the eosfs that is shutting down" grep -q waiting "$T/wait.err"
+	exec 7<&-
+	wait "$waiter"
+	check "... and opens the store once it has gone" test "$?" = 0 -a -s "$T/wait.out"
+	fs_mount "$A" "$S" sb a || bail_out "mount of a failed"
+	fusermount3 -u "$A"
+	run eos_store --store "$S" ls
+	expect_rc_match 0 out sb "eos-store right after fusermount3 -u opens the store"
+}
+
 setup
 two_sessions
 test_isolation
@@ -122,5 +182,7 @@ test_published_unchanged
 test_delta
 test_resume
 test_remove
+test_failed_startup
+test_wait_for_shutdown
 rerun_as_test_user "${BASH_SOURCE[0]}"
 tap_done

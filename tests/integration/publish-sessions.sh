@@ -8,7 +8,9 @@
 # each operation on the lines it wrote. `eos-store write` publishes one layer owned by its
 # operation. Two sessions merging and a third rejected (JSON error of kind "conflict" listing the
 # conflicts, exit status non-zero), retained, fixed and published on retry. A session that moves a
-# directory publishes it with its unchanged children and its changes below. As root the whole
+# directory publishes it with its unchanged children and its changes below; of three sessions
+# renaming one directory to three names, only the first publishes (the others are rename
+# conflicts naming both paths) and the head holds one copy. As root the whole
 # script runs again as the unprivileged user (like fs-sessions.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/fs-lib.sh"
@@ -29,6 +31,10 @@ setup() {
 	printf 't1\nt2\n' >"$T/base/tree/top.txt"
 	printf 'x\n' >"$T/base/tree/sub/x"
 	printf 'y\n' >"$T/base/tree/sub/y"
+	mkdir -p "$T/base/linux/usb/host"
+	printf 'core\n' >"$T/base/linux/usb/core.c"
+	printf 'ehci\n' >"$T/base/linux/usb/host/ehci.c"
+	printf 'readme\n' >"$T/base/linux/README"
 	fs_import "$S" sb "$T/base" || bail_out "import failed"
 }
 
@@ -199,6 +205,37 @@ test_moved_directory() {
 	check "a moved file keeps its line owners" test "$(owner_of_line moved/top.txt 2)" = original
 }
 
+# The conflicts of the rejection in $out as [kind, path, detail] lists.
+out_conflicts() {
+	out_field '[[c["kind"], c["path"], c["detail"]] for c in
+ ((d.get("error") or {}).get("details") or d.get("error") or {}).get("conflicts", [])]'
+}
+
+# Three sessions rename one lower directory (and a file) to three names: the first publishes,
+# the others are rename conflicts naming both paths, and the head holds one copy.
+test_renamed_three_times() {
+	local i layers
+	for i in 1 2 3; do
+		open_session "usb$i"
+		mv "$M/linux/usb" "$M/usb-$i"
+		mv "$M/linux/README" "$M/README-$i"
+		close_session
+	done
+	run eos_store --store "$S" --json publish --sandbox sb --session usb1
+	expect_rc 0 "the first of three renames publishes"
+	layers=$(layer_count)
+	for i in 2 3; do
+		run eos_store --store "$S" --json publish --sandbox sb --session "usb$i"
+		check "rename $i is rejected as rename conflicts naming both paths" \
+			test "$(out_conflicts)" = "[[\"rename\", \"README-$i\", \"linux/README\"], \
+[\"rename\", \"usb-$i\", \"linux/usb\"]]"
+	done
+	check "the rejections add no layer" test "$(layer_count)" = "$layers"
+	check "the head holds one copy" test "$(head_names "")" = \
+		"README-1 c.txt edit.txt keep.txt linux moved new.txt src usb-1 w"
+	check "the copy holds the children" test "$(head_names usb-1)" = "core.c host"
+}
+
 test_fsck() {
 	run eos_store --store "$S" --json fsck
 	expect_rc 0 "fsck is clean"
@@ -210,6 +247,7 @@ test_publish_session
 test_write
 test_merge_and_reject
 test_moved_directory
+test_renamed_three_times
 test_fsck
 rerun_as_test_user "${BASH_SOURCE[0]}"
 tap_done

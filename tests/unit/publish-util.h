@@ -33,6 +33,8 @@ enum pu_op_kind {
 	PU_RENAME,   /* put_file path with the content of data at the base, origin data (the caller
 		      * also removes data with a PU_REMOVE) */
 	PU_HARDLINK, /* link path to data */
+	PU_RENAME_DIR, /* the gate only: mkdir path (opaque) with everything below data at the base,
+			* origin data (the caller also removes data with a PU_REMOVE) */
 };
 
 struct pu_op {
@@ -55,6 +57,8 @@ struct pu_op {
 #define PU_MODE(p, m)	{ .kind = PU_MODE, .path = (p), .mode = (m) }
 #define PU_MV(from, to)	{ .kind = PU_REMOVE, .path = (from) }, \
 			{ .kind = PU_RENAME, .path = (to), .data = (from), .mode = 0644 }
+#define PU_MVD(from, to) { .kind = PU_REMOVE, .path = (from) }, \
+			{ .kind = PU_RENAME_DIR, .path = (to), .data = (from), .mode = 0755 }
 #define PU_LINK(p, t)	{ .kind = PU_HARDLINK, .path = (p), .data = (t) }
 #define PU_NONE		{ .kind = PU_END }
 /* clang-format on */

@@ -33,3 +33,10 @@ tests_unit_test_publish_failpoints_SOURCES = tests/unit/test-publish-failpoints.
 tests_unit_test_publish_failpoints_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_publish_failpoints_LDADD = $(TEST_LDADD)
 endif
+# Sessions changed through the view (fs/, no mount) and published with eos_view_publish().
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/test-publish-view
+tests_unit_test_publish_view_SOURCES = tests/unit/test-publish-view.c $(PUBLISH_TEST_SOURCES)
+tests_unit_test_publish_view_CFLAGS = $(TEST_CFLAGS) $(FUSE_CFLAGS)
+tests_unit_test_publish_view_LDADD = $(FS_TEST_LDADD)
+endif

@@ -396,6 +396,9 @@ node_op(int i, const struct node *n)
 		break;
 	case EOS_KIND_NONE:
 	case EOS_KIND_WHITEOUT:
+	case EOS_KIND_FIFO: /* the model makes none */
+	case EOS_KIND_CHR:
+	case EOS_KIND_BLK:
 	default:
 		op.kind = PU_REMOVE;
 		break;

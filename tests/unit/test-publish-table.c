@@ -1111,6 +1111,127 @@ START_TEST(test_no_op_publishes)
 }
 END_TEST
 
+/* --- renames whose source the head no longer has ---------------------------------------------- */
+
+static const struct pu_op base_usb[] = {
+	PU_D("linux"),
+	PU_D("linux/usb"),
+	PU_F("linux/usb/core.c", "core\n"),
+	PU_D("linux/usb/host"),
+	PU_F("linux/usb/host/ehci.c", "ehci\n"),
+	PU_F("f", "f\n"),
+	PU_NONE,
+};
+
+/* The second rename is rejected naming both paths; the head keeps the first one only. */
+static void
+expect_rename_conflict(struct pair *pr, const char *from, const char *to, const char *first)
+{
+	const struct eos_conflict *c = pu_expect_conflict(&pr->second, to, "rename");
+
+	ck_assert_str_eq(c->detail, from);
+	ck_assert_msg(strstr(c->message, from) && strstr(c->message, to), "%s", c->message);
+	pu_expect_absent(0, from);
+	pu_expect_absent(0, to);
+	if (first)
+		ck_assert_int_ne(pu_kind(0, first), EOS_KIND_NONE);
+}
+
+static void
+check_dir_renamed_twice(struct pair *pr)
+{
+	bool y2 = pr->second_name[0] == 'y';
+
+	expect_rename_conflict(pr, "linux/usb", y2 ? "usb-2" : "usb-1", y2 ? "usb-1" : "usb-2");
+	pu_expect_file(0, y2 ? "usb-1/host/ehci.c" : "usb-2/host/ehci.c", "ehci\n", 0644);
+}
+
+START_TEST(test_dir_renamed_twice_conflict)
+{
+	static const struct pu_op x[] = { PU_MVD("linux/usb", "usb-1"), PU_NONE };
+	static const struct pu_op y[] = { PU_MVD("linux/usb", "usb-2"), PU_NONE };
+
+	each_order(base_usb, x, y, check_dir_renamed_twice);
+}
+END_TEST
+
+static void
+check_file_renamed_twice(struct pair *pr)
+{
+	bool y2 = pr->second_name[0] == 'y';
+
+	expect_rename_conflict(pr, "f", y2 ? "f2" : "f1", y2 ? "f1" : "f2");
+}
+
+START_TEST(test_file_renamed_twice_conflict)
+{
+	static const struct pu_op x[] = { PU_MV("f", "f1"), PU_NONE };
+	static const struct pu_op y[] = { PU_MV("f", "f2"), PU_NONE };
+
+	each_order(base_usb, x, y, check_file_renamed_twice);
+}
+END_TEST
+
+/* Renamed by y, deleted by x: y's rename is a conflict; x's delete finds it gone (no-op). */
+static void
+check_rename_vs_delete(struct pair *pr)
+{
+	if (pr->second_name[0] == 'y') {
+		expect_rename_conflict(pr, "linux/usb", "usb-2", NULL);
+		expect_rename_conflict(pr, "f", "g", NULL);
+		return;
+	}
+	expect_status(pr, EOS_PUBLISH_NO_OP);
+	pu_expect_file(0, "usb-2/core.c", "core\n", 0644);
+	pu_expect_file(0, "g", "f\n", 0644);
+}
+
+START_TEST(test_rename_vs_delete_conflict)
+{
+	static const struct pu_op x[] = { PU_RM("linux/usb"), PU_RM("f"), PU_NONE };
+	static const struct pu_op y[] = { PU_MVD("linux/usb", "usb-2"), PU_MV("f", "g"), PU_NONE };
+
+	each_order(base_usb, x, y, check_rename_vs_delete);
+}
+END_TEST
+
+/* The same rename on both sides is no conflict. */
+static void
+check_same_rename(struct pair *pr)
+{
+	ck_assert_msg(pr->second.status != EOS_PUBLISH_REJECTED, "%s", pu_result_str(&pr->second));
+	pu_expect_absent(0, "linux/usb");
+	pu_expect_absent(0, "f");
+	pu_expect_file(0, "usb/host/ehci.c", "ehci\n", 0644);
+	pu_expect_file(0, "g", "f\n", 0644);
+}
+
+START_TEST(test_same_rename_no_conflict)
+{
+	static const struct pu_op x[] = { PU_MVD("linux/usb", "usb"), PU_MV("f", "g"), PU_NONE };
+
+	each_order(base_usb, x, x, check_same_rename);
+}
+END_TEST
+
+/* A rename of what the head modified is the delete_modify of its source, as before. */
+static void
+check_rename_vs_modify(struct pair *pr)
+{
+	bool y2 = pr->second_name[0] == 'y'; /* y renamed, x modified */
+
+	pu_expect_conflict(&pr->second, "f", y2 ? "delete_modify" : "modify_delete");
+}
+
+START_TEST(test_rename_vs_modify_conflict)
+{
+	static const struct pu_op x[] = { PU_F("f", "F\n"), PU_NONE };
+	static const struct pu_op y[] = { PU_MV("f", "g"), PU_NONE };
+
+	each_order(base_usb, x, y, check_rename_vs_modify);
+}
+END_TEST
+
 /* --- suite ------------------------------------------------------------------------------------ */
 
 static Suite *
@@ -1157,6 +1278,11 @@ table_suite(void)
 	tcase_add_test(tc, test_gitignored_last_writer_wins);
 	tcase_add_test(tc, test_gitignore_of_the_base_only);
 	tcase_add_test(tc, test_no_op_publishes);
+	tcase_add_test(tc, test_dir_renamed_twice_conflict);
+	tcase_add_test(tc, test_file_renamed_twice_conflict);
+	tcase_add_test(tc, test_rename_vs_delete_conflict);
+	tcase_add_test(tc, test_same_rename_no_conflict);
+	tcase_add_test(tc, test_rename_vs_modify_conflict);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -121,6 +121,7 @@ hash_entry(struct tree_walk *w, const char *path, const struct eos_stat *s)
 	hash_u64(w, s->attr.gid);
 	hash_u64(w, (uint64_t)s->attr.mtime_ns);
 	hash_u64(w, s->size);
+	hash_u64(w, s->rdev);
 	hash_u64(w, s->link_group != 0);
 	if (s->link_group)
 		hash_str(w, group_path(w, s->link_group, path));
