@@ -147,6 +147,8 @@ chunk_write(struct eos_content_writer *w, const struct eos_digest *d, const void
 		return eos_error_set(err, r, "compress chunk '%s': %s", hexd(d).s, strerror(-r));
 	r = EOS_FAILPOINT("content.chunk_write");
 	if (r == 0)
+		r = eos_space_check(&w->st->space, EOS_SPACE_GROW, frame->len, err);
+	if (r == 0)
 		r = eos_kv_put(w->st->kv, EOS_CF_CHUNKS, d->b, EOS_DIGEST_LEN, frame->data,
 			       frame->len, false, err);
 	if (r < 0)
@@ -168,6 +170,8 @@ manifest_write(struct eos_content_writer *w, const struct eos_digest *d,
 	if (r < 0)
 		return eos_error_set(err, r, "encode manifest '%s': %s", hexd(d).s, strerror(-r));
 	r = EOS_FAILPOINT("content.manifest_write");
+	if (r == 0)
+		r = eos_space_check(&w->st->space, EOS_SPACE_GROW, rec.len, err);
 	if (r == 0)
 		r = eos_kv_put(w->st->kv, EOS_CF_MANIFESTS, d->b, EOS_DIGEST_LEN, rec.data, rec.len,
 			       false, err);

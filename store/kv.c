@@ -17,6 +17,8 @@
 #include "common/error.h"
 #include "common/failpoint.h"
 
+#include "store/space.h"
+
 #define KV_MIB ((size_t)1 << 20)
 
 enum {
@@ -26,10 +28,18 @@ enum {
 	KV_BLOOM_BITS = 10,
 	/* Values of at least this size go to blob files (chunks only). */
 	KV_MIN_BLOB_BYTES = 4096,
-	/* RocksDB's BottommostLevelCompaction::kForce. */
+	/* Churned column families: an SST with half of any window of this many keys deleted is
+	 * compacted at once. */
+	KV_CHURN_WINDOW = 16384,
+	/* RocksDB's BottommostLevelCompaction::kForce and kForceOptimized. */
 	KV_BOTTOMMOST_FORCE = 2,
+	KV_BOTTOMMOST_FORCE_OPTIMIZED = 3,
+	/* Level-0 files that stall writes in a damaged database: never. */
+	KV_L0_UNBOUNDED = 1 << 30,
 	KV_LZ4 = rocksdb_lz4_compression,
 	KV_NONE = rocksdb_no_compression,
+	/* RocksDB's InfoLogLevel::HEADER_LEVEL: only what DB::Open() writes. */
+	KV_LOG_HEADER = 5,
 };
 
 /*
@@ -44,6 +54,7 @@ struct kv_cf_tuning {
 	bool bloom;	     /* whole-key bloom filter (point lookups that often miss) */
 	bool prefix;	     /* entries: prefix extractor + prefix bloom instead of whole keys */
 	bool blob;	     /* BlobDB: large values live in blob files, SSTs keep only keys */
+	bool churn;	     /* records deleted soon after they are written (session deltas) */
 };
 
 static const struct kv_cf_tuning kv_tuning[EOS_CF_COUNT] = {
@@ -60,7 +71,12 @@ static const struct kv_cf_tuning kv_tuning[EOS_CF_COUNT] = {
 	[EOS_CF_ENTRIES] = { "entries", KV_LZ4, 64 * KV_MIB, .prefix = true },
 	[EOS_CF_LAYERS] = { "layers", KV_LZ4, 8 * KV_MIB },
 	[EOS_CF_META] = { "meta", KV_LZ4, 8 * KV_MIB },
-	[EOS_CF_SESSION] = { "session", KV_LZ4, 16 * KV_MIB },
+	/*
+	 * Session deltas churn: a create-and-delete storm writes and deletes every record again.
+	 * A small memtable keeps a serving process's memory flat, and files that are mostly
+	 * deletions are compacted early so the tombstones give their space back.
+	 */
+	[EOS_CF_SESSION] = { "session", KV_LZ4, 4 * KV_MIB, .churn = true },
 	[EOS_CF_BLAME] = { "blame", KV_LZ4, 16 * KV_MIB },
 	[EOS_CF_OBS] = { "obs", KV_LZ4, 16 * KV_MIB },
 };
@@ -85,6 +101,10 @@ struct eos_kv {
 	rocksdb_readoptions_t *read_latest;
 	rocksdb_writeoptions_t *write_sync;
 	rocksdb_writeoptions_t *write_nosync;
+	char *damage;		     /* the open found a damaged table file: RocksDB's message */
+	struct eos_space_plan space; /* all 0: the big-disk sizes */
+	char *name;		     /* the database in messages */
+	bool read_only;		     /* opened for reading only: no room to open it for writing */
 };
 
 struct eos_kv_iter {
@@ -129,7 +149,22 @@ eos_kv_cf_name(enum eos_cf cf)
 	return kv_tuning[cf].name;
 }
 
-/* Fill err with "ctx: msg" (ctx formatted), free RocksDB's msg and return -EIO. */
+/*
+ * The errno of a RocksDB status message: -EBADMSG for Status::Corruption (damage on disk,
+ * doc/error-handling.md), -ENOSPC for Status::NoSpace() (a write, flush or compaction met a full
+ * filesystem, or the database stopped writes after one), else -EIO.
+ */
+static int
+kv_errno(const char *msg)
+{
+	static const char corruption[] = "Corruption:";
+
+	if (strncmp(msg, corruption, sizeof(corruption) - 1) == 0)
+		return -EBADMSG;
+	return strstr(msg, "No space left on device") ? -ENOSPC : -EIO;
+}
+
+/* Fill err with "ctx: msg" (ctx formatted), free RocksDB's msg and return kv_errno(msg). */
 static int kv_fail(struct eos_error *err, char *msg, const char *fmt, ...) EOS_PRINTF(3, 4);
 
 static int
@@ -142,9 +177,22 @@ kv_fail(struct eos_error *err, char *msg, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(ctx, sizeof(ctx), fmt, ap);
 	va_end(ap);
-	r = eos_error_set(err, -EIO, "%s: %s", ctx, msg);
+	r = eos_error_set(err, kv_errno(msg), "%s: %s", ctx, msg);
 	rocksdb_free(msg);
 	return r;
+}
+
+/*
+ * A write or flush failed with r: out of space, the message names the store. RocksDB stops writes
+ * after a failed flush or WAL write and resumes by itself once the filesystem has room for its
+ * largest memtable again (its SstFileManager polls every 5 s; doc/store-format.md, "Free space").
+ */
+static int
+kv_full(const struct eos_kv *kv, struct eos_error *err, int r)
+{
+	if (r != -ENOSPC)
+		return r;
+	return eos_error_prefix(err, r, "store '%s' is out of space", kv->name);
 }
 
 /* The entries prefix: the key minus its trailing version. Borrows the key (no copy). */
@@ -207,8 +255,12 @@ kv_tune_entries(rocksdb_options_t *o, rocksdb_block_based_table_options_t *tb)
 
 /*
  * chunks: BlobDB keeps large frames out of the LSM tree, so compactions move only keys and
- * blob references (no write amplification of chunk data). Blob GC relocates live blobs out of
- * old blob files during compaction so deleted chunks give their space back.
+ * blob references (no write amplification of chunk data). A blob file is deleted once
+ * compactions have dropped every reference to it, which is how deleted chunks give their space
+ * back (eos_kv_compact_range() after destroy, gc and squash). Blob GC stays off: with random
+ * (digest) keys every compaction into the base level reads all older references, so it rewrote
+ * the live blobs of the oldest quarter of all blob files again and again, and needed that much
+ * free space while doing it (doc/store-format.md, "Reclaiming space").
  */
 static void
 kv_tune_blob(rocksdb_options_t *o)
@@ -217,7 +269,62 @@ kv_tune_blob(rocksdb_options_t *o)
 	rocksdb_options_set_min_blob_size(o, KV_MIN_BLOB_BYTES);
 	rocksdb_options_set_blob_file_size(o, 256 * KV_MIB);
 	rocksdb_options_set_blob_compression_type(o, rocksdb_no_compression);
-	rocksdb_options_set_enable_blob_gc(o, 1);
+	rocksdb_options_set_enable_blob_gc(o, 0);
+}
+
+/*
+ * Sizes for the filesystem (store/space.h): memtables, WAL, tables, blobs, LOG and MANIFEST stay
+ * within what the store's reserves cover, so RocksDB never needs more than they keep free.
+ */
+static void
+kv_tune_cf_space(const struct eos_kv *kv, rocksdb_options_t *o, const struct kv_cf_tuning *t)
+{
+	const struct eos_space_plan *p = &kv->space;
+
+	if (p->fs_bytes == 0)
+		return;
+	rocksdb_options_set_write_buffer_size(o, EOS_MIN(t->write_buffer, p->write_buffer));
+	rocksdb_options_set_target_file_size_base(o, p->table_file);
+	rocksdb_options_set_max_compaction_bytes(o, p->compaction);
+	if (t->blob)
+		rocksdb_options_set_blob_file_size(o, p->blob_file);
+}
+
+/*
+ * No fallocate(): RocksDB preallocates WAL, table and blob files by up to 1.1 times their target
+ * size, which on a small filesystem eats the free space the reserves count on (and on tmpfs or
+ * ext4 a failed preallocation may leave blocks taken until the file is closed).
+ *
+ * The info LOG only gets what DB::Open() writes: in the Debian build of 7.8, a LOG line that fails
+ * to write (ENOSPC) makes the next one abort the process, and RocksDB logs errors in a loop while
+ * a filesystem is full. The statuses eos receives carry the errors themselves.
+ */
+static void
+kv_tune_db_space(struct eos_kv *kv)
+{
+	const struct eos_space_plan *p = &kv->space;
+	rocksdb_options_t *o = rocksdb_options_create();
+	char *msg = NULL;
+
+	rocksdb_options_set_info_log_level(kv->db_opts, KV_LOG_HEADER);
+	if (p->fs_bytes > 0) {
+		rocksdb_options_set_db_write_buffer_size(kv->db_opts, p->memtables);
+		/* never above the 64 MiB of kv_tune_db(): less WAL only takes less space */
+		rocksdb_options_set_max_total_wal_size(kv->db_opts,
+						       EOS_MIN(p->wal, (uint64_t)64 * KV_MIB));
+		rocksdb_options_set_max_log_file_size(kv->db_opts, p->log_file);
+		rocksdb_options_set_keep_log_file_num(kv->db_opts, EOS_SPACE_LOG_FILES);
+		rocksdb_options_set_max_manifest_file_size(kv->db_opts, p->manifest);
+	}
+	rocksdb_get_options_from_string(kv->db_opts, "allow_fallocate=false", o, &msg);
+	if (msg) {
+		/* a known option: only a RocksDB without it fails, and then it preallocates */
+		rocksdb_free(msg);
+		rocksdb_options_destroy(o);
+		return;
+	}
+	rocksdb_options_destroy(kv->db_opts);
+	kv->db_opts = o;
 }
 
 static void
@@ -237,8 +344,12 @@ kv_tune_cf(struct eos_kv *kv, enum eos_cf cf)
 		kv_tune_entries(o, tb);
 	if (t->blob)
 		kv_tune_blob(o);
+	if (t->churn)
+		rocksdb_options_add_compact_on_deletion_collector_factory(o, KV_CHURN_WINDOW,
+									  KV_CHURN_WINDOW / 2);
 	rocksdb_options_set_compression(o, t->compression);
 	rocksdb_options_set_write_buffer_size(o, t->write_buffer);
+	kv_tune_cf_space(kv, o, t);
 	/* The factory copies the table options: set it last. */
 	rocksdb_options_set_block_based_table_factory(o, tb);
 	kv->cf_opts[cf] = o;
@@ -256,6 +367,22 @@ kv_threads(const struct eos_kv_options *opts)
 	return n > 0 ? (unsigned)n : 1;
 }
 
+/*
+ * Acknowledged writes must never go missing silently. RocksDB's default WAL recovery
+ * (kPointInTimeRecovery) stops replaying at the first bad record and opens anyway, so a
+ * damaged log used to drop every write after it without a word. kTolerateCorruptedTailRecords
+ * still accepts a record cut short at the very end of a log (a crash while writing it; such a
+ * write was never acknowledged) and fails the open on any other damage. Paranoid checks make
+ * RocksDB report that damage at all (without them it skips bad records) and refuse table files
+ * it cannot open.
+ */
+static void
+kv_tune_recovery(rocksdb_options_t *o)
+{
+	rocksdb_options_set_wal_recovery_mode(o, rocksdb_tolerate_corrupted_tail_records_recovery);
+	rocksdb_options_set_paranoid_checks(o, 1);
+}
+
 static void
 kv_tune_db(struct eos_kv *kv, const struct eos_kv_options *opts)
 {
@@ -269,19 +396,25 @@ kv_tune_db(struct eos_kv *kv, const struct eos_kv_options *opts)
 	 * a store leaves some missing, and the store must still open afterwards.
 	 */
 	rocksdb_options_set_create_missing_column_families(o, 1);
+	kv_tune_recovery(o);
 	/* Size RocksDB's background pools to the machine (or the caller's choice)... */
 	rocksdb_options_increase_parallelism(o, (int)threads);
 	/* ...with at least one flush and one compaction able to run side by side. */
 	rocksdb_options_set_max_background_jobs(o, (int)EOS_MAX(threads, 2u));
 	/* Write back SST and blob files progressively instead of in one burst at fsync. */
 	rocksdb_options_set_bytes_per_sync(o, KV_MIB);
-	/* Rarely written column families would otherwise keep old WAL files alive forever. */
-	rocksdb_options_set_max_total_wal_size(o, 256 * KV_MIB);
+	/*
+	 * Rarely written column families would otherwise keep old WAL files alive: a session's
+	 * delta traffic behind an import that is still in a memtable kept up to this much of WAL
+	 * on disk, so it is kept well below the memtables' total.
+	 */
+	rocksdb_options_set_max_total_wal_size(o, 64 * KV_MIB);
 	/* Bounded space amplification whatever the database size. */
 	rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
 	/* The info LOG lives in the state dir: keep it bounded. */
 	rocksdb_options_set_keep_log_file_num(o, 4);
 	rocksdb_options_set_max_log_file_size(o, 16 * KV_MIB);
+	kv_tune_db_space(kv);
 	kv->block_cache = rocksdb_cache_create_lru(64 * KV_MIB);
 	for (unsigned i = 0; i < EOS_CF_COUNT; i++)
 		kv_tune_cf(kv, (enum eos_cf)i);
@@ -290,6 +423,18 @@ kv_tune_db(struct eos_kv *kv, const struct eos_kv_options *opts)
 	rocksdb_writeoptions_set_sync(kv->write_sync, 1);
 	kv->write_nosync = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(kv->write_nosync, 0);
+}
+
+/* A database opened read-only refuses writes: the filesystem had no room to open it otherwise. */
+static int
+kv_writable(const struct eos_kv *kv, struct eos_error *err)
+{
+	if (!kv->read_only)
+		return 0;
+	return eos_error_set(err, -ENOSPC,
+			     "store '%s' is full: it was opened read-only, there was no room to "
+			     "open its database for writing: free space on its filesystem",
+			     kv->name);
 }
 
 /* Without create, a missing database is -ENOENT (RocksDB would only say "invalid argument"). */
@@ -310,13 +455,114 @@ kv_check_exists(const char *path, struct eos_error *err)
 	return 0;
 }
 
+/*
+ * Read-only, RocksDB creates no file (no LOG, MANIFEST, OPTIONS or WAL) and replays the WAL into
+ * memory only: a store opens that way even on a full filesystem.
+ */
+static void
+kv_open_db(struct eos_kv *kv, const char *path, char **msg)
+{
+	const rocksdb_options_t *const *cf_opts = (const rocksdb_options_t *const *)kv->cf_opts;
+	const char *names[EOS_CF_COUNT];
+
+	for (unsigned i = 0; i < EOS_CF_COUNT; i++)
+		names[i] = kv_tuning[i].name;
+	if (kv->read_only)
+		kv->db = rocksdb_open_for_read_only_column_families(kv->db_opts, path, EOS_CF_COUNT,
+								    names, cf_opts, kv->cf, 0, msg);
+	else
+		kv->db = rocksdb_open_column_families(kv->db_opts, path, EOS_CF_COUNT, names,
+						      cf_opts, kv->cf, msg);
+}
+
+/* -EBADMSG naming the first damaged write-ahead log of path, 0 when every log verifies. */
+static int
+kv_check_wal(const char *path, struct eos_error *err)
+{
+	struct eos_kv_wal_damage d;
+	int r = eos_kv_wal_check(path, &d, err);
+
+	if (r <= 0)
+		return r;
+	return eos_error_set(err, -EBADMSG,
+			     "write-ahead log '%s/%s' is damaged at byte %llu (%s): the %llu bytes "
+			     "of writes from there on cannot be replayed",
+			     path, d.file, (unsigned long long)d.offset, d.problem,
+			     (unsigned long long)(d.dropped + d.later_bytes));
+}
+
+/*
+ * RocksDB could not open a table file (its message names one): a damaged or missing .sst (a
+ * missing one is also looked for as .ldb, the name it is reported by).
+ */
+static bool
+kv_table_failed(const char *msg)
+{
+	bool table = strstr(msg, ".sst") || strstr(msg, ".ldb");
+
+	return table && (kv_errno(msg) == -EBADMSG || strstr(msg, "No such file"));
+}
+
+/*
+ * Open a database that holds damage RocksDB refuses with paranoid checks: a table file it cannot
+ * open (the plain open fails), or a block a compaction cannot read (with paranoid checks RocksDB
+ * then stops every write: an unrecoverable background error). Without them, that file fails only
+ * the reads that need it and a compaction that meets the damage fails alone and is retried, so
+ * fsck can say what is damaged and destroy, gc and the rest keep working. RocksDB also skips bad
+ * log records without them, so the logs are verified first. Level 0 may then grow in a column
+ * family whose compactions keep failing: it must not stall writes.
+ */
+static int
+kv_open_degraded(struct eos_kv *kv, const char *path, struct eos_error *err)
+{
+	char *msg = NULL;
+	int r = kv_check_wal(path, err);
+
+	if (r < 0)
+		return r;
+	rocksdb_options_set_paranoid_checks(kv->db_opts, 0);
+	for (unsigned i = 0; i < EOS_CF_COUNT; i++) {
+		rocksdb_options_set_level0_slowdown_writes_trigger(kv->cf_opts[i], KV_L0_UNBOUNDED);
+		rocksdb_options_set_level0_stop_writes_trigger(kv->cf_opts[i], KV_L0_UNBOUNDED);
+	}
+	kv_open_db(kv, path, &msg);
+	if (msg)
+		return kv_fail(err, msg, "store '%s' is damaged", path);
+	return 0;
+}
+
+/*
+ * The plain open failed with msg (taken). Damage in a write-ahead log always fails; a table file
+ * RocksDB cannot open is left to the reads that need it (kv_open_degraded); anything else (a
+ * damaged MANIFEST) fails.
+ */
+static int
+kv_open_damaged(struct eos_kv *kv, const char *path, char *msg, struct eos_error *err)
+{
+	int r;
+
+	if (kv_errno(msg) != -EBADMSG && !kv_table_failed(msg))
+		return kv_fail(err, msg, "open store '%s'", path);
+	r = kv_check_wal(path, err);
+	if (r < 0) {
+		rocksdb_free(msg);
+		return r;
+	}
+	if (!kv_table_failed(msg))
+		return kv_fail(err, msg, "store '%s' is damaged", path);
+	kv->damage = strdup(msg);
+	rocksdb_free(msg);
+	if (!kv->damage)
+		return eos_error_set(err, -ENOMEM, "open store '%s': out of memory", path);
+	return kv_open_degraded(kv, path, err);
+}
+
 int
 eos_kv_open(const char *path, const struct eos_kv_options *opts, struct eos_kv **ret,
 	    struct eos_error *err)
 {
 	static const struct eos_kv_options defaults = { 0 };
 	EOS_CLEANUP(eos_kv_closep) struct eos_kv *kv = NULL;
-	const char *names[EOS_CF_COUNT];
 	char *msg = NULL;
 	int r;
 
@@ -328,18 +574,50 @@ eos_kv_open(const char *path, const struct eos_kv_options *opts, struct eos_kv *
 			return r;
 	}
 	kv = calloc(1, sizeof(*kv));
-	if (!kv)
+	if (kv)
+		kv->name = strdup(opts->name ? opts->name : path);
+	if (!kv || !kv->name)
 		return eos_error_set(err, -ENOMEM, "open store '%s': out of memory", path);
+	if (opts->space)
+		kv->space = *opts->space;
+	kv->read_only = opts->read_only;
 	kv_tune_db(kv, opts);
-	for (unsigned i = 0; i < EOS_CF_COUNT; i++)
-		names[i] = kv_tuning[i].name;
-	kv->db = rocksdb_open_column_families(kv->db_opts, path, EOS_CF_COUNT, names,
-					      (const rocksdb_options_t *const *)kv->cf_opts, kv->cf,
-					      &msg);
-	if (msg)
-		return kv_fail(err, msg, "open store '%s'", path);
+	if (opts->damaged) {
+		r = kv_open_degraded(kv, path, err);
+		if (r < 0)
+			return r;
+	} else {
+		kv_open_db(kv, path, &msg);
+		if (msg && (r = kv_open_damaged(kv, path, msg, err)) < 0)
+			return r;
+	}
 	*ret = TAKE_PTR(kv);
 	return 0;
+}
+
+bool
+eos_kv_stopped_by_damage(struct eos_kv *kv)
+{
+	static const char probe[] = "eos.probe";
+	uint64_t errors = 0;
+	char *msg = NULL;
+	bool damaged;
+
+	/* Nothing to ask unless a flush or compaction failed since the open. */
+	if (rocksdb_property_int(kv->db, "rocksdb.background-errors", &errors) != 0 || errors == 0)
+		return false;
+	/* A stopped database fails every write with its background error. */
+	rocksdb_delete_cf(kv->db, kv->write_nosync, kv->cf[EOS_CF_DEFAULT], probe,
+			  sizeof(probe) - 1, &msg);
+	damaged = msg && kv_errno(msg) == -EBADMSG;
+	rocksdb_free(msg);
+	return damaged;
+}
+
+const char *
+eos_kv_damage(const struct eos_kv *kv)
+{
+	return kv->damage;
 }
 
 void
@@ -369,6 +647,8 @@ eos_kv_close(struct eos_kv *kv)
 		rocksdb_writeoptions_destroy(kv->write_sync);
 	if (kv->write_nosync)
 		rocksdb_writeoptions_destroy(kv->write_nosync);
+	free(kv->damage);
+	free(kv->name);
 	free(kv);
 }
 
@@ -504,11 +784,14 @@ eos_kv_put(struct eos_kv *kv, enum eos_cf cf, const void *key, size_t klen, cons
 	   size_t vlen, bool sync, struct eos_error *err)
 {
 	char *msg = NULL;
+	int r = kv_writable(kv, err);
 
 	assert((unsigned)cf < EOS_CF_COUNT);
+	if (r < 0)
+		return r;
 	rocksdb_put_cf(kv->db, kv_write_opts(kv, sync), kv->cf[cf], key, klen, val, vlen, &msg);
 	if (msg)
-		return kv_fail(err, msg, "write to '%s'", kv_tuning[cf].name);
+		return kv_full(kv, err, kv_fail(err, msg, "write to '%s'", kv_tuning[cf].name));
 	return 0;
 }
 
@@ -517,11 +800,14 @@ eos_kv_delete(struct eos_kv *kv, enum eos_cf cf, const void *key, size_t klen, b
 	      struct eos_error *err)
 {
 	char *msg = NULL;
+	int r = kv_writable(kv, err);
 
 	assert((unsigned)cf < EOS_CF_COUNT);
+	if (r < 0)
+		return r;
 	rocksdb_delete_cf(kv->db, kv_write_opts(kv, sync), kv->cf[cf], key, klen, &msg);
 	if (msg)
-		return kv_fail(err, msg, "delete from '%s'", kv_tuning[cf].name);
+		return kv_full(kv, err, kv_fail(err, msg, "delete from '%s'", kv_tuning[cf].name));
 	return 0;
 }
 
@@ -612,6 +898,12 @@ eos_kv_batch_count(const struct eos_kv_batch *b)
 	return b->count;
 }
 
+size_t
+eos_kv_batch_bytes(const struct eos_kv_batch *b)
+{
+	return b->log.len;
+}
+
 /* Decode one logged operation: op and cf are validated, key and value borrowed from the log. */
 static int
 kv_batch_next(struct eos_reader *rd, enum kv_op *op, enum eos_cf *cf, struct eos_reader *parts)
@@ -678,6 +970,9 @@ eos_kv_batch_write(struct eos_kv *kv, struct eos_kv_batch *b, bool sync, struct 
 
 	if (b->error < 0)
 		return eos_error_set(err, b->error, "write batch: out of memory");
+	r = kv_writable(kv, err);
+	if (r < 0)
+		return r;
 	r = EOS_FAILPOINT("kv.batch_write");
 	if (r < 0)
 		return eos_error_set(err, r, "write batch: failpoint 'kv.batch_write'");
@@ -687,7 +982,8 @@ eos_kv_batch_write(struct eos_kv *kv, struct eos_kv_batch *b, bool sync, struct 
 		return eos_error_set(err, r, "write batch: corrupt operation log");
 	rocksdb_write(kv->db, kv_write_opts(kv, sync), wb, &msg);
 	if (msg)
-		return kv_fail(err, msg, "write batch of %zu operations", b->count);
+		return kv_full(kv, err,
+			       kv_fail(err, msg, "write batch of %zu operations", b->count));
 	return 0;
 }
 
@@ -809,47 +1105,43 @@ eos_kv_iter_status(const struct eos_kv_iter *it, struct eos_error *err)
 }
 
 int
-eos_kv_scan(struct eos_kv *kv, const struct eos_kv_scan *s, struct eos_error *err)
-{
-	EOS_CLEANUP(eos_kv_iter_freep) struct eos_kv_iter *it = NULL;
-	int r;
-
-	r = eos_kv_iter_new(kv, s->cf, s->snap, s->hi, s->hlen, s->flags, &it);
-	if (r < 0)
-		return eos_error_set(err, r, "iterate '%s'", eos_kv_cf_name(s->cf));
-	if (s->lo)
-		eos_kv_iter_seek(it, s->lo, s->llen);
-	else
-		eos_kv_iter_seek_first(it);
-	for (; eos_kv_iter_valid(it); eos_kv_iter_next(it)) {
-		size_t klen, vlen = 0;
-		const uint8_t *k = eos_kv_iter_key(it, &klen);
-		const uint8_t *v = s->values ? eos_kv_iter_value(it, &vlen) : NULL;
-
-		r = s->fn(s->ctx, k, klen, v, vlen);
-		if (r < 0)
-			return r;
-	}
-	r = eos_kv_iter_status(it, err);
-	if (r < 0)
-		return eos_error_prefix(err, r, "iterate '%s'", eos_kv_cf_name(s->cf));
-	return 0;
-}
-
-int
 eos_kv_flush(struct eos_kv *kv, struct eos_error *err)
 {
 	EOS_CLEANUP(rocksdb_flushoptions_destroyp) rocksdb_flushoptions_t *fo = NULL;
 	char *msg = NULL;
 
+	if (kv->read_only)
+		return 0; /* nothing of it is written: nothing to flush */
 	fo = rocksdb_flushoptions_create();
 	rocksdb_flushoptions_set_wait(fo, 1);
 	for (unsigned i = 0; i < EOS_CF_COUNT; i++) {
 		rocksdb_flush_cf(kv->db, fo, kv->cf[i], &msg);
 		if (msg)
-			return kv_fail(err, msg, "flush '%s'", kv_tuning[i].name);
+			return kv_full(kv, err, kv_fail(err, msg, "flush '%s'", kv_tuning[i].name));
 	}
 	return 0;
+}
+
+void
+eos_kv_flush_async(struct eos_kv *kv, enum eos_cf cf)
+{
+	EOS_CLEANUP(rocksdb_flushoptions_destroyp) rocksdb_flushoptions_t *fo = NULL;
+	char *msg = NULL;
+
+	assert((unsigned)cf < EOS_CF_COUNT);
+	if (kv->read_only)
+		return;
+	fo = rocksdb_flushoptions_create();
+	rocksdb_flushoptions_set_wait(fo, 0);
+	rocksdb_flush_cf(kv->db, fo, kv->cf[cf], &msg);
+	rocksdb_free(msg); /* a failed flush stops writes: they report it */
+}
+
+size_t
+eos_kv_write_buffer(const struct eos_kv *kv, enum eos_cf cf)
+{
+	assert((unsigned)cf < EOS_CF_COUNT);
+	return rocksdb_options_get_write_buffer_size(kv->cf_opts[cf]);
 }
 
 int
@@ -859,6 +1151,8 @@ eos_kv_compact(struct eos_kv *kv, enum eos_cf cf, struct eos_error *err)
 
 	(void)err; /* RocksDB's C API reports no compaction error */
 	assert((unsigned)cf < EOS_CF_COUNT);
+	if (kv->read_only)
+		return 0;
 	co = rocksdb_compactoptions_create();
 	/*
 	 * Rewrite the bottommost level too: otherwise data already there keeps its tombstones and
@@ -866,6 +1160,25 @@ eos_kv_compact(struct eos_kv *kv, enum eos_cf cf, struct eos_error *err)
 	 */
 	rocksdb_compactoptions_set_bottommost_level_compaction(co, KV_BOTTOMMOST_FORCE);
 	rocksdb_compact_range_cf_opt(kv->db, kv->cf[cf], co, NULL, 0, NULL, 0);
+	return 0;
+}
+
+int
+eos_kv_compact_range(struct eos_kv *kv, enum eos_cf cf, const void *lo, size_t llen, const void *hi,
+		     size_t hlen)
+{
+	EOS_CLEANUP(rocksdb_compactoptions_destroyp) rocksdb_compactoptions_t *co = NULL;
+
+	assert((unsigned)cf < EOS_CF_COUNT);
+	if (kv->read_only)
+		return 0;
+	co = rocksdb_compactoptions_create();
+	/*
+	 * Tombstones meet the data they delete when they are compacted down into its level, so the
+	 * bottommost level is only rewritten when it already holds both (kForceOptimized).
+	 */
+	rocksdb_compactoptions_set_bottommost_level_compaction(co, KV_BOTTOMMOST_FORCE_OPTIMIZED);
+	rocksdb_compact_range_cf_opt(kv->db, kv->cf[cf], co, lo, lo ? llen : 0, hi, hi ? hlen : 0);
 	return 0;
 }
 

@@ -35,9 +35,23 @@ enum eos_cf {
 /* The on-disk name of a column family ("chunks", …). */
 const char *eos_kv_cf_name(enum eos_cf cf);
 
+struct eos_space_plan;
+
 struct eos_kv_options {
 	unsigned threads; /* background jobs; 0 = number of cores */
 	bool create;	  /* create the database when missing */
+	bool damaged;	  /* known to hold damage: open it the way a damaged table file is */
+	/*
+	 * Memtable, WAL, table, blob and log file sizes for the filesystem the database lives on
+	 * (store/space.h); NULL: the sizes for a big disk. Copied.
+	 */
+	const struct eos_space_plan *space;
+	const char *name; /* what error messages call the database (the store); NULL: its path */
+	/*
+	 * Open for reading only (RocksDB writes nothing then): for a filesystem too full to open
+	 * the database for writing. Writes fail with -ENOSPC; flush and compactions do nothing.
+	 */
+	bool read_only;
 };
 
 struct eos_kv;
@@ -45,9 +59,31 @@ struct eos_kv_batch;
 struct eos_kv_iter;
 struct eos_kv_snapshot;
 
-/* Open (or create) the database at path with every column family. Caller owns *ret. */
+/*
+ * Open (or create) the database at path with every column family. Caller owns *ret.
+ *
+ * Write-ahead logs are replayed in full: a record torn by a crash at the very end of a log is
+ * dropped (it was never acknowledged), any other damage fails the open with -EBADMSG naming the
+ * log and the byte (see eos_kv_wal_check), so acknowledged writes never go missing silently. A
+ * table file RocksDB cannot open (damaged footer, index or properties) fails a plain open; the
+ * database is then reopened without RocksDB's paranoid checks (as with opts->damaged), which
+ * leaves that file to fail each read that needs it (naming it), and eos_kv_damage() tells; other
+ * damage (a MANIFEST) is -EBADMSG naming the file.
+ */
 int eos_kv_open(const char *path, const struct eos_kv_options *opts, struct eos_kv **ret,
 		struct eos_error *err);
+/*
+ * NULL, or RocksDB's message about the table file the open found damaged (the database then runs
+ * without paranoid checks, as with opts->damaged). Borrowed.
+ */
+const char *eos_kv_damage(const struct eos_kv *kv);
+/*
+ * Whether RocksDB stopped writing because a compaction met damage: with paranoid checks that is
+ * an unrecoverable background error, every write fails (-EBADMSG naming the table file) until the
+ * database is reopened, and the next compaction would stop it again unless it is reopened with
+ * opts->damaged. Cheap unless a background error happened.
+ */
+bool eos_kv_stopped_by_damage(struct eos_kv *kv);
 /* Close; NULL-safe. Iterators, snapshots and batches must be freed first. */
 void eos_kv_close(struct eos_kv *kv);
 
@@ -82,6 +118,8 @@ void eos_kv_batch_delete(struct eos_kv_batch *b, enum eos_cf cf, const void *key
 void eos_kv_batch_delete_range(struct eos_kv_batch *b, enum eos_cf cf, const void *begin,
 			       size_t blen, const void *end, size_t elen);
 size_t eos_kv_batch_count(const struct eos_kv_batch *b);
+/* Bytes of keys and values the batch holds (about what it adds to the WAL). */
+size_t eos_kv_batch_bytes(const struct eos_kv_batch *b);
 /* Write the batch; sync=true makes it durable before returning. The batch stays owned. */
 int eos_kv_batch_write(struct eos_kv *kv, struct eos_kv_batch *b, bool sync, struct eos_error *err);
 EOS_DEFINE_CLEANUP(struct eos_kv_batch *, eos_kv_batch_free)
@@ -123,6 +161,15 @@ EOS_DEFINE_CLEANUP(struct eos_kv_iter *, eos_kv_iter_free)
 typedef int (*eos_kv_scan_fn)(void *ctx, const uint8_t *k, size_t klen, const uint8_t *v,
 			      size_t vlen);
 
+/*
+ * Called by a scan for keys it cannot read (a damaged table block or table file, a blob whose
+ * checksum fails): the keys after `after` (NULL: from the scan's start) and before `resume`
+ * (NULL: to the scan's end) may be unreadable, and msg is RocksDB's message (naming the table
+ * file when RocksDB knows it). The scan goes on at resume. < 0 stops the scan.
+ */
+typedef int (*eos_kv_damage_fn)(void *ctx, const uint8_t *after, size_t alen, const uint8_t *resume,
+				size_t rlen, const char *msg);
+
 /* One range scan: the keys of cf in [lo, hi), each passed to fn(ctx, …). */
 struct eos_kv_scan {
 	enum eos_cf cf;
@@ -135,17 +182,62 @@ struct eos_kv_scan {
 	bool values; /* read the values too */
 	eos_kv_scan_fn fn;
 	void *ctx;
+	/* NULL: a key it cannot read fails the scan; else damage(ctx, …) hears of it */
+	eos_kv_damage_fn damage;
 };
 
 /*
- * Run scan s. Returns 0; the first negative return of fn (err is left to fn); or an iterator
- * failure with err "iterate '<cf>'" (followed by RocksDB's message when it has one).
+ * Run scan s. Returns 0; the first negative return of fn or damage (err is left to them); or an
+ * iterator failure with err "iterate '<cf>'" (followed by RocksDB's message when it has one):
+ * -EBADMSG for damage (RocksDB's "Corruption"), -EIO otherwise.
  */
 int eos_kv_scan(struct eos_kv *kv, const struct eos_kv_scan *s, struct eos_error *err);
 
+/* --- write-ahead logs (store/kv-wal.c) ------------------------------------------------------- */
+
+enum {
+	EOS_KV_WAL_NAME_MAX = 32,
+};
+
+/* The first damaged record of a database's write-ahead logs. */
+struct eos_kv_wal_damage {
+	char file[EOS_KV_WAL_NAME_MAX]; /* the log, inside the database directory ("000033.log") */
+	const char *problem;		/* "checksum mismatch", … (static) */
+	uint64_t offset;		/* where the logical record holding the damage starts */
+	uint64_t dropped;		/* bytes of that log from offset on */
+	uint64_t later_files, later_bytes; /* logs after it, which replay cannot reach either */
+};
+
+/*
+ * Verify every record of every write-ahead log of the database at path as RocksDB's recovery
+ * reads them (kTolerateCorruptedTailRecords): 1 with *ret describing the first damaged record,
+ * 0 when every log verifies (a record cut short at the end of a log is a torn tail, not damage),
+ * -errno when a log cannot be read. Needs no open database (and must not race one).
+ */
+int eos_kv_wal_check(const char *path, struct eos_kv_wal_damage *ret, struct eos_error *err);
+
+/*
+ * Drop what damage d (from eos_kv_wal_check) makes unreplayable: copy the damaged log and every
+ * later one into save_dir (created 0700; its parent must exist), durably, then cut the damaged
+ * log at d->offset and remove the later ones. The database must be closed.
+ */
+int eos_kv_wal_drop(const char *path, const struct eos_kv_wal_damage *d, const char *save_dir,
+		    struct eos_error *err);
+
 /* Flush every memtable to disk (waits). */
 int eos_kv_flush(struct eos_kv *kv, struct eos_error *err);
+/* Start flushing cf's memtable in the background (returns at once; errors show on later writes). */
+void eos_kv_flush_async(struct eos_kv *kv, enum eos_cf cf);
+/* The memtable size of cf. */
+size_t eos_kv_write_buffer(const struct eos_kv *kv, enum eos_cf cf);
 /* Compact one column family fully (reclaims deleted and overwritten data). */
 int eos_kv_compact(struct eos_kv *kv, enum eos_cf cf, struct eos_error *err);
+/*
+ * Compact the keys of cf in [lo, hi] (lo or hi NULL: unbounded) after they were deleted, so that
+ * their tables and blob files give the space back; flushes the memtable first when it holds keys
+ * of the range. Waits. Returns 0 (RocksDB's C API reports no compaction error).
+ */
+int eos_kv_compact_range(struct eos_kv *kv, enum eos_cf cf, const void *lo, size_t llen,
+			 const void *hi, size_t hlen);
 /* Integer property of cf ("rocksdb.estimate-num-keys", "rocksdb.total-sst-files-size", …). */
 int eos_kv_property_u64(struct eos_kv *kv, enum eos_cf cf, const char *name, uint64_t *ret);

@@ -8,9 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,108 +67,32 @@ eos_layer_id_parse(const char *s, uint64_t *ret)
 }
 
 /*
- * The pid holding a flock on fd's file, from /proc/locks ("1: FLOCK ADVISORY WRITE <pid>
- * <maj>:<min>:<ino> 0 EOF", device numbers in hex), 0 when not found.
+ * RocksDB cannot read the format record (a damaged block): open anyway, so that fsck can report
+ * everything the damage covers and the rest stays readable; eos_store_damage() tells.
  */
-static long
-flock_holder(int fd)
-{
-	cleanup_fclose FILE *f = fopen("/proc/locks", "re");
-	char line[256];
-	struct stat sb;
-
-	if (!f || fstat(fd, &sb) < 0)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned maj, min;
-		unsigned long long ino;
-		long pid;
-
-		if (sscanf(line, "%*d: FLOCK %*s %*s %ld %x:%x:%llu", &pid, &maj, &min, &ino) ==
-			    4 &&
-		    maj == major(sb.st_dev) && min == minor(sb.st_dev) && ino == sb.st_ino)
-			return pid;
-	}
-	return 0;
-}
-
-/* Read the pid recorded in an owner lock file, 0 when unknown. */
-static long
-owner_pid(int fd)
-{
-	char buf[32] = { 0 }, *end = NULL;
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-	long pid;
-
-	if (n <= 0)
-		return 0;
-	errno = 0;
-	pid = strtol(buf, &end, 10);
-	if (errno || end == buf || (*end != '\n' && *end != '\0') || pid <= 0)
-		return 0; /* not written yet, or not by eos */
-	return pid;
-}
-
 static int
-take_owner_lock(const char *dir, int *ret_fd, struct eos_error *err)
+format_unreadable(struct eos_store *st, struct eos_error *err)
 {
-	cleanup_free char *path = NULL;
-	cleanup_close int fd = -1;
-	char text[32];
-	long pid;
-	int n;
+	char *why = NULL;
 
-	if (asprintf(&path, "%s/owner.lock", dir) < 0)
-		return -ENOMEM;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return eos_error_set(err, eos_neg_errno(), "open '%s': %s", path, strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK)
-			return eos_error_set(err, eos_neg_errno(), "lock '%s': %s", path,
-					     strerror(errno));
-		pid = flock_holder(fd);
-		if (pid <= 0)
-			pid = owner_pid(fd);
-		if (pid > 0)
-			return eos_error_set(err, -EBUSY, "store '%s' is in use by pid %ld", dir,
-					     pid);
-		return eos_error_set(err, -EBUSY, "store '%s' is in use by another process", dir);
-	}
-	n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) < 0 || pwrite(fd, text, (size_t)n, 0) != n)
-		return eos_error_set(err, eos_neg_errno(), "write '%s': %s", path, strerror(errno));
-	*ret_fd = TAKE_FD(fd);
+	if (asprintf(&why, "its format record is unreadable: %s", err ? err->msg : "") < 0)
+		return eos_error_set(err, -ENOMEM, "open store '%s': out of memory", st->dir);
+	eos_error_clear(err);
+	free(st->damage);
+	st->damage = why;
 	return 0;
 }
 
-static int
-prepare_dir(const char *dir, bool create, struct eos_error *err)
-{
-	struct stat sb;
-
-	if (stat(dir, &sb) == 0) {
-		if (!S_ISDIR(sb.st_mode))
-			return eos_error_set(err, -ENOTDIR, "store '%s' is not a directory", dir);
-		return 0;
-	}
-	if (errno != ENOENT)
-		return eos_error_set(err, eos_neg_errno(), "store '%s': %s", dir, strerror(errno));
-	if (!create)
-		return eos_error_set(err, -ENOENT, "store '%s' does not exist", dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return eos_error_set(err, eos_neg_errno(), "create store '%s': %s", dir,
-				     strerror(errno));
-	return 0;
-}
-
-/* Write the format number into a new store, or refuse a store written by a newer eos. */
+/*
+ * Write the format number into a new store, upgrade an older format this build reads (every
+ * format-1 record is a valid format-2 record), or refuse a store written by a newer eos.
+ */
 static int
 check_format(struct eos_store *st, struct eos_error *err)
 {
 	struct eos_buf key, val;
 	uint8_t v[4];
-	uint32_t format;
+	uint32_t format = 0;
 	int r;
 
 	eos_buf_init(&key);
@@ -178,20 +100,49 @@ check_format(struct eos_store *st, struct eos_error *err)
 	r = eos_meta_key(&key, EOS_SANDBOX_GLOBAL, "format");
 	if (r >= 0)
 		r = eos_kv_get(st->kv, NULL, EOS_CF_META, key.data, key.len, &val, err);
-	if (r == -ENOENT) {
+	if (r == -EBADMSG) {
+		r = format_unreadable(st, err);
+		format = EOS_STORE_FORMAT; /* unknown: leave the record alone */
+	} else if (r >= 0 && val.len != 4)
+		r = eos_error_set(err, -EBADMSG, "store '%s': format record is corrupt", st->dir);
+	else if (r >= 0)
+		format = eos_get_le32(val.data);
+	if (r >= 0 && (format > EOS_STORE_FORMAT || format < EOS_STORE_FORMAT_OLDEST)) {
+		r = eos_error_set(err, format > EOS_STORE_FORMAT ? -EPROTONOSUPPORT : -EBADMSG,
+				  "store '%s' has format %u, this eos reads formats %u..%u%s",
+				  st->dir, format, EOS_STORE_FORMAT_OLDEST, EOS_STORE_FORMAT,
+				  format > EOS_STORE_FORMAT ? ": upgrade eos" : "");
+	} else if (r == -ENOENT || (r >= 0 && format < EOS_STORE_FORMAT)) {
 		eos_put_le32(v, EOS_STORE_FORMAT);
 		r = eos_kv_put(st->kv, EOS_CF_META, key.data, key.len, v, sizeof(v), true, err);
-	} else if (r >= 0 && val.len != 4) {
-		r = eos_error_set(err, -EBADMSG, "store '%s': format record is corrupt", st->dir);
-	} else if (r >= 0 && (format = eos_get_le32(val.data)) != EOS_STORE_FORMAT) {
-		r = eos_error_set(err, format > EOS_STORE_FORMAT ? -EPROTONOSUPPORT : -EBADMSG,
-				  "store '%s' has format %u, this eos reads format %u%s", st->dir,
-				  format, EOS_STORE_FORMAT,
-				  format > EOS_STORE_FORMAT ? ": upgrade eos" : "");
 	}
 	eos_buf_release(&key);
 	eos_buf_release(&val);
 	return r < 0 ? r : 0;
+}
+
+/* The open failed on damage (err names it): add what can be done about it. */
+static int
+damage_advice(const char *dir, const char *db, int r, struct eos_error *err)
+{
+	char msg[EOS_ERROR_MSG_MAX];
+	struct eos_kv_wal_damage d;
+
+	if (r != -EBADMSG || !err)
+		return r;
+	snprintf(msg, sizeof(msg), "%s", err->msg);
+	if (eos_kv_wal_check(db, &d, NULL) == 1)
+		return eos_error_set(
+			err, r,
+			"%s; the store was not opened and nothing was changed: run "
+			"'eos-store recover' to keep the writes before the damage and drop "
+			"the rest (the logs are copied to '%s/lost+found' first), or restore "
+			"the store from a backup",
+			msg, dir);
+	return eos_error_set(err, r,
+			     "%s; the store cannot be opened: restore it from a backup, or import "
+			     "its sandboxes again into a new store",
+			     msg);
 }
 
 static struct eos_store *
@@ -216,6 +167,79 @@ store_alloc(const char *dir, const struct eos_store_options *opts)
 	return st;
 }
 
+/*
+ * STORE/damaged: the store holds damage that makes RocksDB stop writing once a compaction meets
+ * it, so it is opened the way a damaged table file is (eos_kv_options.damaged). Written when that
+ * happened (at close) or fsck found damage; removed when fsck finds none. Its text says why.
+ */
+static char *
+marker_path(const char *dir)
+{
+	char *p = NULL;
+
+	return asprintf(&p, "%s/damaged", dir) < 0 ? NULL : p;
+}
+
+/* Whether the marker exists; its first line becomes st->damage. */
+static bool
+marker_read(struct eos_store *st)
+{
+	cleanup_free char *path = marker_path(st->dir);
+	cleanup_fclose FILE *f = path ? fopen(path, "re") : NULL;
+	char why[256] = "";
+
+	if (!f)
+		return false;
+	if (fgets(why, sizeof(why), f))
+		why[strcspn(why, "\n")] = '\0';
+	if (asprintf(&st->damage, "it was found damaged (%s) and is opened without paranoid checks",
+		     why) < 0)
+		st->damage = NULL;
+	return true;
+}
+
+int
+eos_store_note_damage(struct eos_store *st, const char *why)
+{
+	cleanup_free char *path = marker_path(st->dir);
+	cleanup_close int fd = -1;
+	size_t n = why ? strlen(why) : 0;
+
+	if (!path)
+		return -ENOMEM;
+	if (!why)
+		return unlink(path) < 0 && errno != ENOENT ? eos_neg_errno() : 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || write(fd, why, n) != (ssize_t)n || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
+		return eos_neg_errno();
+	return 0;
+}
+
+/*
+ * Size RocksDB for the store's filesystem. When even opening could fill the filesystem (RocksDB
+ * writes LOG, OPTIONS, MANIFEST and WAL files and flushes the old WAL at open, and must not meet
+ * ENOSPC: store/space.h), an existing store opens read-only: reads work, writes fail with
+ * -ENOSPC naming the store. A store to create fails with -ENOSPC.
+ */
+static int
+store_open_space(struct eos_store *st, const char *db, struct eos_kv_options *ko,
+		 struct eos_error *err)
+{
+	int r = eos_space_init(&st->space, st->dir, err);
+
+	if (r < 0)
+		return r;
+	ko->space = &st->space.plan;
+	ko->name = st->dir;
+	r = eos_space_check_open(&st->space, db, err);
+	if (r == -ENOSPC && eos_space_has_db(db)) {
+		eos_error_clear(err);
+		ko->read_only = true;
+		return 0;
+	}
+	return r;
+}
+
 static int
 store_open_parts(struct eos_store *st, const struct eos_store_options *opts, struct eos_error *err)
 {
@@ -224,17 +248,22 @@ store_open_parts(struct eos_store *st, const struct eos_store_options *opts, str
 	size_t cache = opts->cache_bytes ? opts->cache_bytes : DEFAULT_CACHE_BYTES;
 	int r;
 
-	r = prepare_dir(st->dir, opts->create, err);
+	r = eos_store_dir_prepare(st->dir, opts->create, err);
 	if (r < 0)
 		return r;
-	r = take_owner_lock(st->dir, &st->lock_fd, err);
+	r = eos_owner_lock_take(st->dir, opts, &st->lock_fd, err);
 	if (r < 0)
 		return r;
 	if (asprintf(&db, "%s/db", st->dir) < 0)
 		return -ENOMEM;
+	ko.damaged = marker_read(st);
+	r = store_open_space(st, db, &ko, err);
+	if (r < 0)
+		return r;
 	r = eos_kv_open(db, &ko, &st->kv, err);
 	if (r < 0)
-		return eos_error_prefix(err, r, "open store '%s'", st->dir);
+		return eos_error_prefix(err, damage_advice(st->dir, db, r, err), "open store '%s'",
+					st->dir);
 	r = eos_chunk_cache_new(cache, &st->cache);
 	if (r < 0)
 		return eos_error_set(err, r, "chunk cache of %zu bytes: out of memory", cache);
@@ -265,14 +294,86 @@ eos_store_open(const char *dir, const struct eos_store_options *opts, struct eos
 	return 0;
 }
 
+const char *
+eos_store_damage(const struct eos_store *st)
+{
+	return eos_kv_damage(st->kv) ? eos_kv_damage(st->kv) : st->damage;
+}
+
+/* Describe damage d in ret, and name the directory its logs are saved in. */
+static void
+recovery_fill(struct eos_store_recovery *ret, const struct eos_kv_wal_damage *d)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	char stamp[32];
+
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	snprintf(ret->log, sizeof(ret->log), "%s", d->file);
+	snprintf(ret->saved, sizeof(ret->saved), "lost+found/wal-%s", stamp);
+	ret->problem = d->problem;
+	ret->offset = d->offset;
+	ret->bytes = d->dropped + d->later_bytes;
+	ret->files = 1 + d->later_files;
+}
+
+static int
+recover_locked(const char *dir, struct eos_store_recovery *ret, struct eos_error *err)
+{
+	cleanup_free char *db = NULL;
+	cleanup_free char *lost = NULL;
+	cleanup_free char *save = NULL;
+	struct eos_kv_wal_damage d;
+	int r;
+
+	if (asprintf(&db, "%s/db", dir) < 0 || asprintf(&lost, "%s/lost+found", dir) < 0)
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	r = eos_kv_wal_check(db, &d, err);
+	if (r <= 0)
+		return r;
+	recovery_fill(ret, &d);
+	if (asprintf(&save, "%s/%s", dir, ret->saved) < 0)
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	if (mkdir(lost, 0700) < 0 && errno != EEXIST)
+		return eos_error_set(err, eos_neg_errno(), "create '%s': %s", lost,
+				     strerror(errno));
+	r = eos_kv_wal_drop(db, &d, save, err);
+	if (r < 0)
+		return r;
+	ret->dropped = true;
+	return 0;
+}
+
+int
+eos_store_recover(const char *dir, struct eos_store_recovery *ret, struct eos_error *err)
+{
+	static const struct eos_store_options defaults = { 0 };
+	cleanup_close int lock = -1;
+	int r;
+
+	*ret = (struct eos_store_recovery){ 0 };
+	r = eos_store_dir_prepare(dir, false, err);
+	if (r == 0)
+		r = eos_owner_lock_take(dir, &defaults, &lock, err);
+	if (r == 0)
+		r = recover_locked(dir, ret, err);
+	return r < 0 ? eos_error_prefix(err, r, "recover store '%s'", dir) : 0;
+}
+
 void
 eos_store_close(struct eos_store *st)
 {
 	if (!st)
 		return;
+	if (st->lock_fd >= 0)
+		eos_owner_lock_closing(st->lock_fd);
 	eos_autosquash_shutdown(st); /* its thread uses the kv */
+	if (st->kv && eos_kv_stopped_by_damage(st->kv))
+		eos_store_note_damage(st, "a compaction met damage: RocksDB stopped writing");
 	eos_kv_close(st->kv);
 	eos_chunk_cache_free(st->cache);
+	eos_space_release(&st->space);
 	if (st->lock_fd >= 0)
 		close(st->lock_fd); /* releases the flock */
 	pthread_mutex_destroy(&st->write_lock);
@@ -281,6 +382,7 @@ eos_store_close(struct eos_store *st)
 	pthread_mutex_destroy(&st->sbx_lock);
 	pthread_mutex_destroy(&st->squash_lock);
 	free(st->sbx_cache);
+	free(st->damage);
 	free(st->dir);
 	free(st);
 }

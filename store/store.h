@@ -58,7 +58,22 @@ enum eos_kind {
 	EOS_KIND_FILE = 2,
 	EOS_KIND_SYMLINK = 3,
 	EOS_KIND_WHITEOUT = 4, /* deletion marker; never returned by stat/readdir */
+	EOS_KIND_FIFO = 5,     /* named pipe: attributes only (store format 2) */
+	EOS_KIND_CHR = 6,      /* character device: attributes and rdev (store format 2) */
+	EOS_KIND_BLK = 7,      /* block device: attributes and rdev (store format 2) */
 };
+
+/*
+ * The kind of a host file type (S_IFMT bits of mode): EOS_KIND_NONE for sockets and anything
+ * else the store does not hold.
+ */
+enum eos_kind eos_kind_of_mode(uint32_t mode);
+/* The S_IFMT bits of kind (0 for NONE and WHITEOUT). */
+uint32_t eos_kind_mode(enum eos_kind k);
+/* "directory", "file", "symlink", "fifo", "character device", "block device" (messages). */
+const char *eos_kind_name(enum eos_kind k);
+/* Whether entries of kind k carry a device number (CHR and BLK). */
+bool eos_kind_has_rdev(enum eos_kind k);
 
 /* Where a file's bytes are. Values are stored on disk: never renumber. */
 enum eos_content_kind {
@@ -93,6 +108,7 @@ struct eos_stat {
 	uint64_t floor;	     /* directories: child versions below this are invisible */
 	uint64_t link_group; /* hard-link group (0 = none); members share content and attr */
 	uint64_t size;	     /* file: content size; symlink: target length; dir: 0 */
+	uint64_t rdev;	     /* CHR and BLK: the device, as makedev(major, minor); else 0 */
 	uint32_t nxattrs;
 	struct eos_content content; /* files only */
 };
@@ -107,6 +123,18 @@ struct eos_store_options {
 	 * layers that neither the head nor a lease needs (0 = never; see eos_store_set_autosquash).
 	 */
 	unsigned squash_threshold;
+	/*
+	 * When another process owns the store and is shutting down (it is closing the store, or
+	 * every mount it serves is unmounted: see eos_store_set_serving), wait this many ms for it
+	 * to finish: 0 = the default (5 s), negative = fail at once (eos_store_wait_from_env).
+	 */
+	int64_t wait_ms;
+	/*
+	 * Called once when the open starts waiting for such an owner, with the message to show
+	 * ("store 'S' is being closed by pid N: waiting up to 5.0 s"); may be NULL.
+	 */
+	void (*on_wait)(void *ctx, const char *message);
+	void *on_wait_ctx;
 };
 
 struct eos_store;
@@ -116,19 +144,89 @@ struct eos_changeset;
 /* --- store ------------------------------------------------------------------------------------ */
 
 /*
- * Open (and with opts->create, create) the store in directory dir. Takes the owner lock
- * dir/owner.lock; when another process holds it, fails with -EBUSY naming that pid. Refuses a
- * store whose format is newer than this build's (-EPROTONOSUPPORT). opts may be NULL.
+ * Open (and with opts->create, create) the store in directory dir. Checks the directory first
+ * (what it holds, its owner and modes: doc/store-format.md, "Directory layout"), then takes the
+ * owner lock dir/owner.lock; when another process holds it, fails with -EBUSY naming that pid
+ * (after waiting up to opts->wait_ms while that process is shutting down). Refuses a store
+ * whose format is newer than this build's (-EPROTONOSUPPORT); upgrades an older format it reads
+ * by rewriting the format record (doc/store-format.md). opts may be NULL.
  * Caller owns *ret; close with eos_store_close().
+ *
+ * Damage (doc/store-format.md, "Recovery") never opens with acknowledged data silently missing:
+ * a damaged write-ahead log fails with -EBADMSG naming the log and the byte, and saying that
+ * eos_store_recover() (eos-store recover) or a backup are the way out; a damaged MANIFEST fails
+ * likewise naming it. A table file RocksDB cannot open does not fail the open: the reads that
+ * need it fail (-EBADMSG naming it), eos_store_damage() says so, and eos_store_fsck() reports
+ * what it holds.
  */
 int eos_store_open(const char *dir, const struct eos_store_options *opts, struct eos_store **ret,
 		   struct eos_error *err);
-/* Close and release the owner lock. NULL-safe. No changeset or file may be alive. */
+/*
+ * Close and release the owner lock, which says "closing" meanwhile (openers wait for us).
+ * NULL-safe. No changeset or file may be alive.
+ */
 void eos_store_close(struct eos_store *st);
 EOS_DEFINE_CLEANUP(struct eos_store *, eos_store_close)
 
+/*
+ * Record in the owner lock that this process serves the mounts with these device numbers (the
+ * st_dev of each mount point, n <= 128), as eosfs does once it serves them: when all of them are
+ * unmounted, another opener knows the owner is shutting down and waits for it instead of failing
+ * at once. n = 0 clears the record.
+ */
+int eos_store_set_serving(struct eos_store *st, const dev_t *devs, size_t n, struct eos_error *err);
+/*
+ * The wait_ms that $EOS_STORE_WAIT asks for: seconds, fractions allowed, "0" = do not wait (-1);
+ * 0 (the default) when unset or empty. -EINVAL naming the value when it is not 0 to 86400.
+ */
+int eos_store_wait_from_env(int64_t *ret_ms, struct eos_error *err);
+
+/*
+ * NULL, or why the open found the store damaged (RocksDB's message naming the table file it
+ * could not open). Borrowed from st.
+ */
+const char *eos_store_damage(const struct eos_store *st);
+
+/* What eos_store_recover() dropped. */
+struct eos_store_recovery {
+	bool dropped;	       /* false: every write-ahead log verified, nothing changed */
+	char log[64];	       /* the damaged log, inside dir/db */
+	const char *problem;   /* what is wrong with it (static) */
+	uint64_t offset;       /* the writes from this byte of log on were dropped */
+	uint64_t bytes, files; /* bytes dropped, logs cut or removed */
+	char saved[64];	       /* where the copies are, inside dir: "lost+found/wal-<time>" */
+};
+
+/*
+ * Make a store whose write-ahead log is damaged open again: keep every write before the first
+ * damaged record and drop that record and everything after it (the later logs too), as RocksDB's
+ * point-in-time recovery would, after copying the logs involved to ret->saved. Takes the owner
+ * lock; the store is closed when it returns. Sandboxes written by the dropped writes are then
+ * missing or older: run eos_store_fsck(). 0 with ret->dropped false when no log is damaged.
+ */
+int eos_store_recover(const char *dir, struct eos_store_recovery *ret, struct eos_error *err);
+
 /* The on-disk format number this build writes and reads. */
 unsigned eos_store_format_version(void);
+
+/*
+ * Whether the store's filesystem can take `bytes` more while keeping eos's reserve free: 0, or
+ * -ENOSPC with a message naming the store, the free space and the reserve. Cheap (cached
+ * statvfs, refreshed often enough that `bytes`-sized steps cannot overrun the reserve) and
+ * thread-safe: the view calls it before every write to a session data file.
+ */
+int eos_store_space_check(struct eos_store *st, uint64_t bytes, struct eos_error *err);
+
+/* The store's filesystem and eos's reserves on it (doc/store-format.md, "Free space"). */
+struct eos_store_space {
+	uint64_t fs_bytes;     /* size of the filesystem (0: unknown, nothing is reserved) */
+	uint64_t free_bytes;   /* available to unprivileged users now */
+	uint64_t soft_reserve; /* below this, imports, publishes and new file data are refused */
+	uint64_t hard_reserve; /* below this, everything but deletes is refused */
+};
+
+/* Fill *ret (a fresh statvfs()). */
+int eos_store_space(struct eos_store *st, struct eos_store_space *ret, struct eos_error *err);
 
 /* --- layer ids -------------------------------------------------------------------------------- */
 
@@ -306,6 +404,12 @@ int eos_changeset_mkdir(struct eos_changeset *cs, const char *path, const struct
 			bool opaque, struct eos_error *err);
 int eos_changeset_symlink(struct eos_changeset *cs, const char *path, const struct eos_attr *attr,
 			  const char *target, struct eos_error *err);
+/*
+ * Create a fifo (kind EOS_KIND_FIFO, rdev 0) or a device (EOS_KIND_CHR / EOS_KIND_BLK with its
+ * rdev, makedev(major, minor)). -EINVAL naming the path for any other kind, or rdev on a fifo.
+ */
+int eos_changeset_mknod(struct eos_changeset *cs, const char *path, const struct eos_attr *attr,
+			enum eos_kind kind, uint64_t rdev, struct eos_error *err);
 /* Make path a hard link of target (staged in this change set or present at the head). */
 int eos_changeset_link(struct eos_changeset *cs, const char *path, const char *target,
 		       struct eos_error *err);
@@ -349,14 +453,26 @@ struct eos_import_result {
 	char sandbox[EOS_SANDBOX_ID_MAX + 1];
 	uint64_t version;
 	uint64_t files, dirs, symlinks, hardlinks, bytes;
+	uint64_t specials; /* fifos and devices */
+	/*
+	 * Sockets found and not imported (runtime objects: the store keeps no sockets), by tree
+	 * path in walk order. Owned: release with eos_import_result_release().
+	 */
+	char **skipped;
+	size_t nskipped;
 };
+/* Free the skipped list (the counts stay). NULL-safe. */
+void eos_import_result_release(struct eos_import_result *r);
 
 /*
  * Import a host directory tree, or a .tar / .tar.zst / .tar.gz / .tar.xz archive (by content,
  * not name), as a new sandbox whose base layer is version 1. Regular files, directories, symlinks,
- * hard links, permission bits, uid/gid and mtimes are kept. Fifos, sockets and devices are refused
- * (-EINVAL, the message lists their paths), as are unreadable files (-EACCES, listed). Either the
- * whole sandbox is committed or nothing is.
+ * fifos, character and block devices (with their device numbers; never opened), hard links of
+ * regular files, permission bits, uid/gid and mtimes are kept; a hard link of any other kind
+ * becomes an equal entry of its own. Sockets are skipped and listed in ret->skipped. Other file
+ * types are refused (-EINVAL, the message lists their paths), as are unreadable files (-EACCES,
+ * listed). Either the whole sandbox is committed or nothing is. ret's list is owned by the
+ * caller (eos_import_result_release()); it is left untouched on failure.
  */
 int eos_store_import(struct eos_store *st, const char *src, const struct eos_import_options *opts,
 		     struct eos_import_result *ret, struct eos_error *err);
@@ -413,7 +529,15 @@ int eos_session_batch_new(struct eos_store *st, const char *sandbox, const char 
 int eos_session_batch_put(struct eos_session_batch *b, const void *key, size_t klen,
 			  const void *val, size_t vlen);
 int eos_session_batch_delete(struct eos_session_batch *b, const void *key, size_t klen);
-/* Apply; sync=true waits for the write-ahead log to reach the disk. */
+/*
+ * Mark b as freeing space (the view's unlink and rmdir): written at any fill level, as a batch of
+ * deletes is, though it holds small puts (a whiteout, the parent's times). Until the next write.
+ */
+void eos_session_batch_freeing(struct eos_session_batch *b);
+/*
+ * Apply; sync=true waits for the write-ahead log to reach the disk. A batch holding puts is
+ * refused with -ENOSPC below the hard reserve (doc/store-format.md, "Free space") unless it frees.
+ */
 int eos_session_batch_write(struct eos_session_batch *b, bool sync, struct eos_error *err);
 void eos_session_batch_free(struct eos_session_batch *b);
 EOS_DEFINE_CLEANUP(struct eos_session_batch *, eos_session_batch_free)
@@ -486,6 +610,9 @@ int eos_publish_mkdir(struct eos_publish *p, const char *path, const struct eos_
 		      bool opaque, struct eos_error *err);
 int eos_publish_symlink(struct eos_publish *p, const char *path, const struct eos_attr *attr,
 			const char *target, struct eos_error *err);
+/* A fifo or a device, as eos_changeset_mknod(). */
+int eos_publish_mknod(struct eos_publish *p, const char *path, const struct eos_attr *attr,
+		      enum eos_kind kind, uint64_t rdev, struct eos_error *err);
 /* Make path a hard link of target (staged here or present at the base). */
 int eos_publish_link(struct eos_publish *p, const char *path, const char *target,
 		     struct eos_error *err);
@@ -494,6 +621,14 @@ int eos_publish_remove(struct eos_publish *p, const char *path, struct eos_error
 /* Change only the attributes of a path present at the base. */
 int eos_publish_set_attr(struct eos_publish *p, const char *path, const struct eos_attr *attr,
 			 struct eos_error *err);
+/*
+ * Path (staged) came from origin at the base: moved there itself, or with a moved directory.
+ * When the publish also removes origin, it is a rename, and a head that no longer has origin
+ * (deleted or renamed since the base) makes it a RENAME conflict. eos_publish_file's origin
+ * says the same for a file.
+ */
+int eos_publish_set_origin(struct eos_publish *p, const char *path, const char *origin,
+			   struct eos_error *err);
 /* Set (value != NULL) or remove an xattr of a path staged in this publish. */
 int eos_publish_set_xattr(struct eos_publish *p, const char *path, const char *name,
 			  const void *value, size_t len, struct eos_error *err);
@@ -521,11 +656,18 @@ enum eos_conflict_kind {
 	EOS_CONFLICT_PARENT,	    /* the head removed or replaced a parent of a session path */
 	EOS_CONFLICT_MODE,	    /* both changed the permission bits, differently */
 	EOS_CONFLICT_SYMLINK,	    /* both changed a symlink's target, differently */
+	EOS_CONFLICT_DEVICE,	    /* both changed a device's number, differently */
+	EOS_CONFLICT_RENAME,	    /* the session renamed a path the head no longer has (detail
+				     * names the source; path is the destination) */
 };
 const char *eos_conflict_kind_name(enum eos_conflict_kind k);
 
 enum {
-	EOS_FINGERPRINT_MAX = 96, /* "absent", "dir", "file:0644:<sha256 hex>", "symlink:<hex>" */
+	/*
+	 * "absent", "dir:0755", "file:0644:<sha256 hex>", "symlink:<hex>", "fifo:0644",
+	 * "chr:0600:<major>:<minor>", "blk:0600:<major>:<minor>"
+	 */
+	EOS_FINGERPRINT_MAX = 96,
 	EOS_MERGE_TEXT_MAX = 8 << 20, /* larger files are never merged line by line */
 };
 
@@ -560,6 +702,12 @@ struct eos_publish_result {
 	int64_t prepare_ns, lock_ns, total_ns;	    /* lock_ns: time under the writer lock */
 	struct eos_conflict *conflicts;		    /* REJECTED: every conflict, by path */
 	size_t nconflicts;
+	/*
+	 * Paths of the session left out of the publish (sockets: runtime objects the store does
+	 * not keep; what the base had there is deleted), filled by eos_view_publish().
+	 */
+	char **skipped;
+	size_t nskipped;
 };
 void eos_publish_result_release(struct eos_publish_result *r);
 
@@ -588,7 +736,8 @@ struct eos_blame_range {
 /*
  * Line owners of the file at path, version v (0 = head): coalesced ranges covering every line
  * (none for an empty file; one range for a binary file). Works at every retained version.
- * -ENOENT for a missing path, -EISDIR / -EINVAL for a directory or symlink. Caller owns *ret: one
+ * -ENOENT for a missing path, -EISDIR for a directory, -EINVAL "'p' is a fifo, not a file" for a
+ * symlink, fifo or device. Caller owns *ret: one
  * allocation, owner strings included (free()).
  */
 int eos_store_blame(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
@@ -618,7 +767,8 @@ struct eos_export_options {
 struct eos_export_result {
 	uint64_t from, to;
 	uint64_t files, dirs, symlinks, deleted, renamed;
-	uint64_t bytes; /* file content bytes written */
+	uint64_t specials; /* fifos and devices */
+	uint64_t bytes;	   /* file content bytes written */
 };
 
 /*
@@ -626,7 +776,9 @@ struct eos_export_result {
  * state directory (eos_default_state_dir()), "/" or the home directory itself is refused (-EINVAL
  * naming it); symlinks are never followed out of a DIR
  * destination. A DIR export is applied in a staging directory and renamed into place: an
- * interrupted export leaves the destination as it was or complete.
+ * interrupted export leaves the destination as it was or complete. Fifos and devices become tar
+ * members, or nodes of a DIR export (devices only where the exporting user may create them:
+ * -EPERM naming the path otherwise); a PATCH cannot hold them (-EINVAL naming the path).
  */
 int eos_store_export(struct eos_store *st, const struct eos_export_options *opts,
 		     struct eos_export_result *ret, struct eos_error *err);
@@ -674,9 +826,24 @@ struct eos_fsck_result {
 	uint64_t entries, chunks, manifests, sandboxes;
 	uint64_t blame;		 /* blame records checked */
 	uint64_t garbage_chunks; /* unreferenced chunks: not a violation, reclaimable by gc */
+	/* Damage (each also a violation): RocksDB cannot read it, or it does not decode. */
+	uint64_t damaged;	  /* reports of unreadable keys, records, chunks, manifests */
+	uint64_t damaged_records; /* of those, about records other than chunks and manifests */
+	uint64_t damaged_paths; /* entries (sandbox · version · path) whose content is damaged */
+	uint64_t damaged_sandboxes; /* sandboxes with anything damaged */
 };
 
-/* Check every invariant (doc/store-format.md, "Invariants"). Returns 0 even with violations. */
+/*
+ * Check every invariant (doc/store-format.md, "Invariants"). Returns 0 even with violations.
+ *
+ * Reads every key and value of every column family (with RocksDB's checksums verified: every
+ * table block and every blob), so damage anywhere is found. fsck goes on past each unreadable
+ * stretch and reports it ("damaged-keys": column family, key range and the sandboxes it
+ * covers), every unreadable or corrupt chunk and manifest ("damaged-chunk", "corrupt-chunk",
+ * "damaged-manifest"), every entry whose content they hold ("damaged-path": sandbox, version,
+ * path), and one summary per damaged sandbox ("damaged-sandbox"). Without
+ * EOS_FSCK_VERIFY_CHUNKS, chunks are checksummed by RocksDB but not decoded.
+ */
 int eos_store_fsck(struct eos_store *st, enum eos_fsck_flags flags, eos_fsck_fn fn, void *ctx,
 		   struct eos_fsck_result *ret, struct eos_error *err);
 

@@ -21,7 +21,8 @@ UNIT_TESTS = \
 	tests/unit/test-commit \
 	tests/unit/test-import \
 	tests/unit/test-squash \
-	tests/unit/test-fsck
+	tests/unit/test-fsck \
+	tests/unit/test-space
 if EOS_FAILPOINTS
 UNIT_TESTS += tests/unit/test-failpoints
 endif
@@ -70,6 +71,9 @@ tests_unit_test_squash_LDADD = $(TEST_LDADD)
 tests_unit_test_fsck_SOURCES = tests/unit/test-fsck.c
 tests_unit_test_fsck_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_fsck_LDADD = $(TEST_LDADD)
+tests_unit_test_space_SOURCES = tests/unit/test-space.c
+tests_unit_test_space_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_space_LDADD = $(TEST_LDADD)
 tests_unit_test_failpoints_SOURCES = tests/unit/test-failpoints.c
 tests_unit_test_failpoints_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_failpoints_LDADD = $(TEST_LDADD)
@@ -80,13 +84,19 @@ endif
 INTEGRATION_TESTS = \
 	tests/integration/eos-store-cli.sh \
 	tests/integration/crash-import.sh \
-	tests/integration/fs-sessions.sh
+	tests/integration/fs-sessions.sh \
+	tests/integration/full-disk.sh \
+	tests/integration/full-view.sh
 TESTS += $(INTEGRATION_TESTS)
-EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/fs-lib.sh
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/fs-lib.sh \
+	tests/integration/small-fs.sh
 include tests/integration/conformance.mk
 include tests/integration/model.mk
 include tests/unit/publish.mk
 include tests/unit/git.mk
 include tests/unit/blame.mk
 include tests/unit/export.mk
+include tests/unit/nodes.mk
 include tests/integration/publish.mk
+include tests/integration/crash.mk
+include tests/unit/corrupt.mk

@@ -36,13 +36,14 @@ static json_t *
 summary(const char *sandbox, const struct eos_export_options *o,
 	const struct eos_export_result *res)
 {
-	return json_pack("{s:o,s:s,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I}", "sandbox",
+	return json_pack("{s:o,s:s,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "sandbox",
 			 tool_json_str(sandbox), "format", format_name(o->format), "from",
 			 tool_json_layer(res->from), "to", tool_json_layer(res->to), "dest",
 			 o->dest ? tool_json_str(o->dest) : json_string("-"), "files",
 			 (json_int_t)res->files, "dirs", (json_int_t)res->dirs, "symlinks",
-			 (json_int_t)res->symlinks, "deleted", (json_int_t)res->deleted, "renamed",
-			 (json_int_t)res->renamed, "bytes", (json_int_t)res->bytes);
+			 (json_int_t)res->symlinks, "specials", (json_int_t)res->specials,
+			 "deleted", (json_int_t)res->deleted, "renamed", (json_int_t)res->renamed,
+			 "bytes", (json_int_t)res->bytes);
 }
 
 /* The summary on stderr, when stdout carries the archive or patch. */
@@ -61,11 +62,12 @@ summary_stderr(struct tool *t, json_t *doc_in, const struct eos_export_result *r
 	eos_layer_id_format(res->from, a);
 	eos_layer_id_format(res->to, b);
 	fprintf(stderr,
-		"exported %s..%s: %llu files, %llu dirs, %llu symlinks, %llu deleted, %llu renamed, "
-		"%llu bytes\n",
+		"exported %s..%s: %llu files, %llu dirs, %llu symlinks, %llu specials, %llu deleted, "
+		"%llu renamed, %llu bytes\n",
 		a, b, (unsigned long long)res->files, (unsigned long long)res->dirs,
-		(unsigned long long)res->symlinks, (unsigned long long)res->deleted,
-		(unsigned long long)res->renamed, (unsigned long long)res->bytes);
+		(unsigned long long)res->symlinks, (unsigned long long)res->specials,
+		(unsigned long long)res->deleted, (unsigned long long)res->renamed,
+		(unsigned long long)res->bytes);
 	return TOOL_OK;
 }
 

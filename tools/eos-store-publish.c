@@ -11,6 +11,7 @@
 #include "common/cleanup.h"
 #include "common/json.h"
 #include "common/path.h"
+#include "common/quote.h"
 
 #include "fs/view.h"
 #include "tools/eos-store.h"
@@ -71,6 +72,8 @@ result_json(const char *sandbox, const char *session, const struct eos_publish_r
 		eos_json_u64(r->staged), "prepare_ms", ms(r->prepare_ns), "lock_ms", ms(r->lock_ns),
 		"total_ms", ms(r->total_ns));
 
+	if (doc)
+		eos_json_set(doc, "skipped", tool_json_skipped(r->skipped, r->nskipped));
 	if (doc && r->status == EOS_PUBLISH_REJECTED)
 		eos_json_set(doc, "conflicts",
 			     tool_json_rows(r->conflicts, r->nconflicts, sizeof(*r->conflicts),
@@ -81,8 +84,12 @@ result_json(const char *sandbox, const char *session, const struct eos_publish_r
 static void
 print_conflict(const struct eos_conflict *k)
 {
-	fprintf(stderr, "  %s: %s\n", eos_conflict_kind_name(k->kind),
-		k->message ? k->message : k->path);
+	cleanup_free char *q = NULL;
+	/* a message quotes its path itself ('%s'): escape it; a bare path gets quoted */
+	const char *text = k->message ? eos_quote_cstr(k->message, true, &q)
+				      : eos_quote_cstr(k->path, false, &q);
+
+	fprintf(stderr, "  %s: %s\n", eos_conflict_kind_name(k->kind), text);
 	for (size_t i = 0; i < k->nlines; i++)
 		fprintf(stderr, "    lines: base %u+%u, head %u+%u, session %u+%u\n",
 			k->lines[i].base_start, k->lines[i].base_count, k->lines[i].head_start,

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -27,6 +28,28 @@ tool_json_rows(const void *items, size_t n, size_t size, tool_row_fn row)
 			rows = NULL;
 		}
 	return rows;
+}
+
+static json_t *
+skipped_row(const void *item)
+{
+	return json_pack("{s:o,s:s}", "path", tool_json_str(*(char *const *)item), "kind",
+			 "socket");
+}
+
+json_t *
+tool_json_skipped(char *const *paths, size_t n)
+{
+	return tool_json_rows(paths, n, sizeof(*paths), skipped_row);
+}
+
+json_t *
+tool_json_rdev(uint64_t rdev)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%u:%u", major(rdev), minor(rdev));
+	return json_string(buf);
 }
 
 /* --- ls --------------------------------------------------------------------------------------- */
@@ -67,10 +90,18 @@ list_sandboxes(struct tool *t)
 static json_t *
 entry_row(const char *name, const struct eos_stat *s)
 {
-	return json_pack("{s:s,s:o,s:I,s:o,s:o,s:o}", "kind", tool_kind_name(s->kind), "mode",
-			 tool_json_mode(s->attr.mode), "size", (json_int_t)s->size, "mtime",
-			 tool_json_time(s->attr.mtime_ns), "version", tool_json_layer(s->version),
-			 "name", tool_json_str(name));
+	json_t *row = json_pack("{s:s,s:o,s:I,s:o,s:o,s:o}", "kind", tool_kind_name(s->kind),
+				"mode", tool_json_mode(s->attr.mode), "size", (json_int_t)s->size,
+				"mtime", tool_json_time(s->attr.mtime_ns), "version",
+				tool_json_layer(s->version), "name", tool_json_str(name));
+
+	/* a device's "major:minor" follows its name, as a symlink's target does */
+	if (row && eos_kind_has_rdev(s->kind) &&
+	    eos_json_set(row, "rdev", tool_json_rdev(s->rdev)) < 0) {
+		json_decref(row);
+		return NULL;
+	}
+	return row;
 }
 
 struct ls_ctx {
@@ -300,6 +331,8 @@ stat_details(struct eos_store *st, const char *sandbox, uint64_t v, const char *
 		if (r == 0)
 			r = eos_json_set(doc, "target", tool_json_str(target));
 	}
+	if (r == 0 && eos_kind_has_rdev(s->kind))
+		r = eos_json_set(doc, "rdev", tool_json_rdev(s->rdev));
 	if (r == 0 && s->nxattrs > 0 && xattrs)
 		r = eos_store_xattrs(st, sandbox, v, path, xattr_add, xattrs, err);
 	if (r == 0)

@@ -46,17 +46,11 @@ tool_cmd_sessions(struct tool *t, const struct tool_args *a)
 static const char *
 type_name(uint32_t mode)
 {
-	switch (mode & S_IFMT) {
-	case S_IFDIR:
-		return "dir";
-	case S_IFLNK:
-		return "symlink";
-	case S_IFIFO:
-		return "fifo";
-	case 0:
+	if ((mode & S_IFMT) == 0)
 		return "-";
-	}
-	return "file";
+	if (S_ISSOCK(mode))
+		return "socket"; /* never published: eos_view_publish() lists it as skipped */
+	return tool_kind_name(eos_kind_of_mode(mode));
 }
 
 static json_t *
@@ -87,6 +81,11 @@ delta_row(void *ctx, const struct eos_delta_entry *e)
 		e->origin ? tool_json_str(e->origin) : json_null(), "renamed", e->renamed, "target",
 		e->target ? tool_json_str(e->target) : json_null(), "writes", writes_of(e));
 
+	if (row && (S_ISCHR(e->mode) || S_ISBLK(e->mode)) &&
+	    eos_json_set(row, "rdev", tool_json_rdev(e->rdev)) < 0) {
+		json_decref(row);
+		return -ENOMEM;
+	}
 	return eos_json_push(ctx, row);
 }
 

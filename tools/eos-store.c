@@ -13,13 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "common/cleanup.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/path.h"
+#include "common/quote.h"
 #include "common/statedir.h"
 
 static const struct tool_command commands[] = {
@@ -62,6 +62,8 @@ static const struct tool_command commands[] = {
 	  "destroy --sandbox ID", "delete a sandbox and its history" },
 	{ "fsck", tool_cmd_fsck, TOOL_OPT_QUICK, 0, 0, 0, "fsck [--quick]",
 	  "check every invariant; exit 1 on violations" },
+	{ "recover", tool_cmd_recover, 0, 0, 0, 0, "recover",
+	  "drop the writes a damaged write-ahead log holds from its damage on (keeping a copy)" },
 	{ "stats", tool_cmd_stats, 0, 0, 0, 0, "stats",
 	  "store statistics and a per-sandbox summary" },
 	{ "export", tool_cmd_export,
@@ -149,6 +151,7 @@ error_kind(int code)
 	case ESTALE:
 		return "stale";
 	case EEXIST:
+	case ENOTEMPTY:
 		return "exists";
 	case EPROTONOSUPPORT:
 		return "unsupported_format";
@@ -163,8 +166,9 @@ int
 tool_fail(struct tool *t, int code, const struct eos_error *err)
 {
 	EOS_CLEANUP(json_decrefp) json_t *doc = NULL;
+	cleanup_free char *q = NULL;
 
-	fprintf(stderr, "eos-store: %s\n", eos_error_message(err, code));
+	fprintf(stderr, "eos-store: %s\n", eos_quote_cstr(eos_error_message(err, code), true, &q));
 	if (t->json) {
 		doc = eos_json_error(error_kind(code), code, err);
 		if (doc)
@@ -200,7 +204,9 @@ print_main_usage(FILE *f)
 	      "${XDG_DATA_HOME:-$HOME/.local/share}/eos/store. Versions are written L000003, L3 or 3.\n"
 	      "Every command accepts --store, --json and --help. Exit status: 0 success, 1 failure,\n"
 	      "2 bad usage, 3 publish rejected. With $EOS_SQUASH_THRESHOLD=N, a publish or write\n"
-	      "that leaves more than N layers no lease needs squashes them before the command ends.\n",
+	      "that leaves more than N layers no lease needs squashes them before the command ends.\n"
+	      "A store owned by a process that is shutting down (an eosfs just unmounted) is waited\n"
+	      "for, up to $EOS_STORE_WAIT seconds (default 5; 0: fail at once).\n",
 	      f);
 }
 
@@ -254,13 +260,22 @@ tool_usage(struct tool *t, const char *fmt, ...)
 
 /* --- store location --------------------------------------------------------------------------- */
 
+/* An open waits for an owner that is shutting down: say so, as that may take seconds. */
+static void
+say_waiting(void *ctx, const char *message)
+{
+	cleanup_free char *q = NULL;
+
+	(void)ctx;
+	fprintf(stderr, "eos-store: %s\n", eos_quote_cstr(message, true, &q));
+}
+
 int
 tool_open(struct tool *t, bool create)
 {
-	struct eos_store_options opts = { .create = create };
+	struct eos_store_options opts = { .create = create, .on_wait = say_waiting };
 	const char *threshold = getenv("EOS_SQUASH_THRESHOLD");
 	struct eos_error err = { 0 };
-	struct stat sb;
 	int r;
 
 	if (threshold && *threshold) {
@@ -273,13 +288,18 @@ tool_open(struct tool *t, bool create)
 					  threshold);
 		opts.squash_threshold = (unsigned)n;
 	}
-	if (!create && stat(t->store_dir, &sb) < 0 && errno == ENOENT)
-		return tool_failf(t, -ENOENT, "store '%s' does not exist", t->store_dir);
+	if (eos_store_wait_from_env(&opts.wait_ms, &err) < 0)
+		return tool_fail(t, err.code, &err);
 	if (create && (r = eos_mkdir_parents(t->store_dir, 0755, false)) < 0)
 		return tool_failf(t, r, "create '%s': %s", t->store_dir, strerror(-r));
 	r = eos_store_open(t->store_dir, &opts, &t->st, &err);
 	if (r < 0)
 		return tool_fail(t, r, &err);
+	if (eos_store_damage(t->st))
+		fprintf(stderr,
+			"eos-store: warning: store '%s' is damaged: %s; 'eos-store fsck' lists what "
+			"it affects\n",
+			t->store_dir, eos_store_damage(t->st));
 	return TOOL_OK;
 }
 
@@ -411,6 +431,12 @@ tool_kind_name(enum eos_kind k)
 		return "symlink";
 	case EOS_KIND_WHITEOUT:
 		return "whiteout";
+	case EOS_KIND_FIFO:
+		return "fifo";
+	case EOS_KIND_CHR:
+		return "chr";
+	case EOS_KIND_BLK:
+		return "blk";
 	}
 	return "unknown";
 }
@@ -437,13 +463,16 @@ enum {
 	TABLE_COLS_MAX = 24,
 };
 
-/* Text of a scalar: borrowed from v, or formatted into buf. Caller frees *owned (nested). */
+/*
+ * Text of a scalar: borrowed from v, or formatted into buf; strings quoted as git quotes paths
+ * (common/quote.h), so a name never forges a line. Caller frees *owned (nested).
+ */
 static const char *
 cell_text(const json_t *v, char *buf, size_t n, char **owned)
 {
 	switch (json_typeof(v)) {
 	case JSON_STRING:
-		return json_string_value(v);
+		return eos_quote_cstr(json_string_value(v), false, owned);
 	case JSON_INTEGER:
 		snprintf(buf, n, "%lld", (long long)json_integer_value(v));
 		return buf;

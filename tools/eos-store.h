@@ -10,7 +10,8 @@
  * through tool_fail() (message on stderr, error envelope on stdout with --json).
  *
  * Commands: eos-store-read.c (ls, cat, stat, log, leases), eos-store-admin.c (import, lease,
- * unlease, squash, gc, destroy, fsck, stats), eos-store-session.c (sessions, delta, rm-session).
+ * unlease, squash, gc, destroy, fsck, recover, stats), eos-store-session.c (sessions, delta,
+ * rm-session).
  */
 #pragma once
 
@@ -123,6 +124,9 @@ json_t *tool_json_mode(uint32_t mode); /* "0755" */
 typedef json_t *(*tool_row_fn)(const void *item);
 /* A JSON array of row(item) for the n items of size bytes at items; NULL when out of memory. */
 json_t *tool_json_rows(const void *items, size_t n, size_t size, tool_row_fn row);
+/* Rows {"path", "kind": "socket"} of the n paths an import or publish skipped (NULL: OOM). */
+json_t *tool_json_skipped(char *const *paths, size_t n);
+json_t *tool_json_rdev(uint64_t rdev); /* "major:minor" */
 const char *tool_kind_name(enum eos_kind k);
 const char *tool_content_kind_name(enum eos_content_kind k);
 
@@ -143,6 +147,7 @@ int tool_cmd_squash(struct tool *t, const struct tool_args *a);
 int tool_cmd_gc(struct tool *t, const struct tool_args *a);
 int tool_cmd_destroy(struct tool *t, const struct tool_args *a);
 int tool_cmd_fsck(struct tool *t, const struct tool_args *a);
+int tool_cmd_recover(struct tool *t, const struct tool_args *a);
 int tool_cmd_stats(struct tool *t, const struct tool_args *a);
 int tool_cmd_sessions(struct tool *t, const struct tool_args *a);
 int tool_cmd_delta(struct tool *t, const struct tool_args *a);

@@ -156,6 +156,66 @@ test_errors() {
 	expect_rc_match 1 err lots "a bad thread count fails naming it"
 }
 
+# Names (and owners) with control characters, quotes and backslashes never forge output lines: text
+# output quotes them as git quotes paths, --json carries them as they are.
+test_quoting() {
+	local S=$T/quoting-store src=$T/quoting names evil=$'evil\nkind  mode  forged' odd='q"b\s'
+	mkdir -p "$src"
+	printf 'x\n' >"$src/$evil"
+	printf 'y\n' >"$src/$odd"
+	run eos_store --store "$S" import "$src" --sandbox quoting
+	expect_rc 0 "import of crafted names succeeds"
+	run eos_store --store "$S" ls --sandbox quoting
+	check "ls prints one line per entry (and the header)" test "$(wc -l <<<"$out")" = 3
+	check "ls quotes a newline as git does" grep -qF '"evil\nkind  mode  forged"' <<<"$out"
+	check "ls quotes a double quote and a backslash" grep -qF '"q\"b\\s"' <<<"$out"
+	names=$(ls_names quoting /)
+	check "ls --json keeps the raw name" test "${names%%$'\n'q*}" = "$evil"
+	run eos_store --store "$S" stat --sandbox quoting "$evil"
+	expect_rc_match 0 out '"evil\nkind  mode  forged"' "stat quotes the path"
+	check "stat prints no forged line" not grep -q '^kind  mode  forged' <<<"$out"
+	run eos_store --store "$S" cat --sandbox quoting $'evil\nnope'
+	expect_rc_match 1 err "'evil\\nnope'" "an error message escapes the name it quotes"
+	check "the error is one line" test "$(wc -l <<<"$err")" = 1
+	run eos_store --store "$S" write --sandbox quoting --path new.txt \
+		--operation $'op\nL000009  forged' <<<'z'
+	expect_rc 0 "write with a crafted operation id succeeds"
+	run eos_store --store "$S" log --sandbox quoting
+	expect_rc_match 0 out '"operation:op\nL000009  forged"' "log quotes the owner"
+	run eos_store --store "$S" blame --sandbox quoting new.txt
+	expect_rc_match 0 out '"operation:op\nL000009  forged"' "blame quotes the owner"
+	check "blame prints no forged line" not grep -q '^L000009  forged' <<<"$out"
+}
+
+# A directory that is not a store: no command turns it into one or leaves anything in it.
+test_not_a_store() {
+	local D=$T/ordinary args
+	mkdir -p "$D"
+	printf 'mine\n' >"$D/notes.txt"
+	for args in "ls" "cat --sandbox x f" "stat --sandbox x f" "log --sandbox x" \
+		"leases --sandbox x" "sessions --sandbox x" "delta --sandbox x s" \
+		"blame --sandbox x f" "fsck" "stats" "gc" "export --sandbox x --format tar --dest $T/x.tar"; do
+		# shellcheck disable=SC2086 # word splitting of the argument list is wanted
+		run eos_store --store "$D" $args
+		expect_rc_match 1 err "is not an eos store" "$args on an ordinary directory is refused"
+	done
+	run eos_store --store "$D" import "$SRC" --sandbox nope
+	expect_rc_match 1 err "'notes.txt'" "import refuses to make a store of a non-empty directory"
+	run eos_store --store "$D" --json import "$SRC" --sandbox nope
+	check "... an error of kind exists" test "$(json_get 'd["error"]["kind"]' <<<"$out")" = exists
+	check "the directory holds only what it held" test "$(ls -A "$D")" = notes.txt
+	run eos_store --store "$T/not-there" ls
+	expect_rc_match 1 err "does not exist" "ls of a missing store fails"
+	check "ls did not create the missing store" not test -e "$T/not-there"
+	mkdir "$T/empty-dir"
+	run eos_store --store "$T/empty-dir" fsck
+	check "fsck of an empty directory leaves it empty" test "$rc" = 1 -a -z "$(ls -A "$T/empty-dir")"
+	run eos_store --store "$T/empty-dir" import "$SRC" --sandbox fresh
+	expect_rc 0 "import into an empty directory creates a store there"
+	check "the new store and its db/ are private (0700)" \
+		test "$(stat -c %a "$T/empty-dir" "$T/empty-dir/db" | tr '\n' ' ')" = "700 700 "
+}
+
 # Hold the owner lock with flock(1) and expect another opener to be refused with a pid.
 test_lock() {
 	local holder
@@ -176,14 +236,21 @@ test_lock() {
 	expect_rc 0 "the store opens again once the holder is gone"
 }
 
+# A fifo is imported, a stale socket is skipped and listed (tests/integration/node-types.sh
+# covers every file type); the sandbox goes again so that the counts below stay.
 test_specials() {
 	mkdir -p "$T/special/ok"
 	printf 'x\n' >"$T/special/ok/file"
 	mkfifo "$T/special/ok/my-fifo"
-	run eos_store --store "$S" import "$T/special" --sandbox special
-	expect_rc_match 1 err my-fifo "a fifo in the source is refused naming it"
-	run eos_store --store "$S" --json ls
-	check "a refused import leaves no sandbox" not json_has_sandbox special <<<"$out"
+	python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \
+		"$T/special/ok/my-sock"
+	run eos_store --store "$S" --json import "$T/special" --sandbox special
+	expect_rc 0 "a source with a fifo and a stale socket imports"
+	check "the fifo is kept, the socket listed as skipped" \
+		test "$(json_get '[d["specials"], [s["path"] for s in d["skipped"]]]' <<<"$out")" = \
+		'[1, ["ok/my-sock"]]'
+	run eos_store --store "$S" destroy --sandbox special
+	expect_rc 0 "destroy the sandbox with the fifo"
 }
 
 test_leases_squash() {
@@ -294,6 +361,37 @@ test_unprivileged() {
 	check "unprivileged: the refused import left no sandbox" not json_has_sandbox bad <<<"$out"
 	run as_user "$EOS_STORE_BIN" --store "$U/store" fsck
 	expect_rc 0 "unprivileged: fsck is clean"
+	if ((EUID == 0)); then
+		test_one_users_store
+	fi
+}
+
+# A store is one user's: another user is refused even when the store was left writable by all
+# (it could read root's 0600 file, replace it, remove sessions), and root is refused a user's.
+test_one_users_store() {
+	local U=$T/user P=$T/private
+	mkdir -p "$P/src"
+	printf 'root only\n' >"$P/src/secret"
+	chmod 0600 "$P/src/secret"
+	run eos_store --store "$P/store" import "$P/src" --sandbox priv
+	expect_rc 0 "root imports a 0600 file"
+	chmod -R a+rwX "$P"
+	run as_user "$EOS_STORE_BIN" --store "$P/store" cat --sandbox priv secret
+	expect_rc_match 1 err "is not yours" "another user cannot cat from root's store left open to all"
+	check "nothing of the file leaked" not grep -q "root only" <<<"$out"
+	run as_user "$EOS_STORE_BIN" --store "$P/store" write --sandbox priv --path secret <<<'mine'
+	expect_rc_match 1 err "is not yours" "another user cannot replace a file of root's store"
+	run as_user "$EOS_STORE_BIN" --store "$P/store" rm-session --sandbox priv s
+	expect_rc_match 1 err "is not yours" "another user cannot remove a session of root's store"
+	run eos_store --store "$P/store" cat --sandbox priv secret
+	expect_rc_match 1 err "chmod go-w" "root is refused its own store while others may write it"
+	chmod -R go-w "$P/store"
+	run eos_store --store "$P/store" cat --sandbox priv secret
+	check "after chmod go-w the store opens and the file is unchanged" \
+		test "$rc" = 0 -a "$out" = "root only"
+	run eos_store --store "$U/store" ls
+	expect_rc_match 1 err "owned by uid $(id -u "$test_user"), not by uid 0" \
+		"root is refused the store of another user"
 }
 
 main() {
@@ -308,6 +406,8 @@ main() {
 	test_stat
 	test_log_json
 	test_errors
+	test_quoting
+	test_not_a_store
 	test_lock
 	test_specials
 	test_leases_squash

@@ -44,10 +44,11 @@ fs_import() {
 	"$EOS_STORE_BIN" --store "$1" import "$3" --sandbox "$2" >/dev/null
 }
 
-# Wait up to 10 s for $1 to become (want=1) or stop being (want=0) a mount point.
+# Wait up to 60 s for $1 to become (want=1) or stop being (want=0) a mount point (a loaded CI
+# machine takes seconds where an idle one takes milliseconds).
 fs_wait_mounted() {
 	local mnt=$1 want=$2 i
-	for ((i = 0; i < 200; i++)); do
+	for ((i = 0; i < 1200; i++)); do
 		if fs_is_mounted "$mnt"; then
 			((want == 1)) && return 0
 		else
@@ -68,14 +69,14 @@ fs_mount() {
 	fs_wait_mounted "$mnt" 1
 }
 
-# Unmount $1 and wait (up to 10 s) until its eosfs process has exited and released the store.
+# Unmount $1 and wait (up to 60 s) until its eosfs process has exited and released the store.
 fs_umount() {
 	local mnt=$1 pid='' i
 	[[ -r $mnt.pid ]] && pid=$(cat "$mnt.pid")
 	fusermount3 -u "$mnt" || return 1
 	fs_wait_mounted "$mnt" 0 || return 1
 	[[ -n $pid ]] || return 0
-	for ((i = 0; i < 200; i++)); do
+	for ((i = 0; i < 1200; i++)); do
 		kill -0 "$pid" 2>/dev/null || return 0
 		sleep 0.05
 	done
@@ -90,9 +91,11 @@ as_test_user() {
 # report it as one TAP check; a no-op for any other user.
 rerun_as_test_user() {
 	((EUID == 0)) || return 0
+	[[ ${EOS_SMALL_FS_NS:-} == user ]] && return 0 # the unprivileged run, in a user namespace
 	id -u "$EOS_TEST_USER" >/dev/null 2>&1 ||
 		bail_out "user '$EOS_TEST_USER' is missing (scripts/test creates it)"
-	if as_test_user env top_builddir="$top_builddir" top_srcdir="${top_srcdir:?source lib.sh first}" TMPDIR=/tmp \
+	# a fresh namespace of its own for a small-fs.sh test (small_fs_reexec)
+	if as_test_user env -u EOS_SMALL_FS_NS top_builddir="$top_builddir" top_srcdir="${top_srcdir:?source lib.sh first}" TMPDIR=/tmp \
 		bash "$1" >"$T/user.tap" 2>&1; then
 		ok "the same scenario passes as '$EOS_TEST_USER'"
 	else

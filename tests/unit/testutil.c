@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -76,6 +78,18 @@ eos_test_rm_rf(const char *path)
 		eos_rm_rf(path);
 }
 
+struct eos_kv *
+eos_test_kv_open(const char *dir, bool create)
+{
+	struct eos_kv_options o = { .threads = 2, .create = create };
+	struct eos_error err = { 0 };
+	struct eos_kv *kv = NULL;
+	int r = eos_kv_open(dir, &o, &kv, &err);
+
+	ck_assert_msg(r == 0, "open '%s': %s", dir, eos_error_message(&err, r));
+	return kv;
+}
+
 struct eos_store *
 eos_test_store_new(char **ret_dir)
 {
@@ -121,6 +135,17 @@ eos_test_write_file(const char *path, const void *data, size_t len, unsigned mod
 		len -= (size_t)n;
 	}
 	fchmod(fd, mode);
+}
+
+void
+eos_test_make_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	cleanup_close int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_msg(fd >= 0 && strlen(path) < sizeof(sa.sun_path), "socket '%s'", path);
+	memcpy(sa.sun_path, path, strlen(path));
+	ck_assert_msg(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind '%s'", path);
 }
 
 void
@@ -289,4 +314,26 @@ eos_test_chunk_set_stored(struct eos_store *st)
 	ck_assert_int_eq(eos_kv_iter_status(it, NULL), 0);
 	eos_test_chunk_set_sort(&s);
 	return s;
+}
+
+static int
+count_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	(void)key;
+	(void)klen;
+	(void)val;
+	(void)vlen;
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
+size_t
+eos_test_session_records(struct eos_store *st, const char *sandbox, const char *session)
+{
+	struct eos_error err = { 0 };
+	size_t n = 0;
+	int r = eos_store_session_scan(st, sandbox, session, count_one, &n, &err);
+
+	ck_assert_msg(r >= 0, "scan session '%s': %s", session, eos_error_message(&err, r));
+	return n;
 }

@@ -20,10 +20,14 @@
 char *eos_test_tmpdir(const char *tag);
 /* Remove a tree (like rm -rf; never follows symlinks). */
 void eos_test_rm_rf(const char *path);
+/* Open (with create, creating) the database in dir with 2 threads, or fail the test. */
+struct eos_kv *eos_test_kv_open(const char *dir, bool create);
 /* Open (creating) a store in a fresh temp dir; *ret_dir receives the dir (caller frees). */
 struct eos_store *eos_test_store_new(char **ret_dir);
 /* Write a host file with len bytes from data (creating parent dirs). */
 void eos_test_write_file(const char *path, const void *data, size_t len, unsigned mode);
+/* Bind a Unix socket at path and close it: the socket file stays behind, as a stale one does. */
+void eos_test_make_socket(const char *path);
 /* Deterministic pseudo-random bytes (xorshift) for a seed. */
 void eos_test_fill_random(void *buf, size_t len, uint64_t seed);
 /* Attr with mode, uid/gid of the caller and a fixed mtime. */
@@ -42,6 +46,8 @@ struct eos_test_fixture eos_test_fixture_open(void);
 /* Close the store and remove and free the dir. */
 void eos_test_fixture_close(struct eos_test_fixture *f);
 
+/* Number of delta records session has (eos_store_session_scan). */
+size_t eos_test_session_records(struct eos_store *st, const char *sandbox, const char *session);
 /* Write one raw record (synced) straight into column family cf of st. */
 void eos_test_kv_put(struct eos_store *st, enum eos_cf cf, const struct eos_buf *k, const void *v,
 		     size_t n);
@@ -72,8 +78,9 @@ struct eos_test_chunk_set eos_test_chunk_set_stored(struct eos_store *st);
 
 /*
  * Digest of the whole tree of sandbox at version v: every visible path in order with its kind,
- * mode, size, mtime, symlink target, link-group membership and content digest (content bytes are
- * read back and hashed, so corruption changes it). Implemented in tests/unit/treehash.c.
+ * mode, size, mtime, device number, symlink target, link-group membership and content digest
+ * (content bytes are read back and hashed, so corruption changes it). Implemented in
+ * tests/unit/treehash.c.
  */
 struct eos_digest eos_test_tree_digest(struct eos_store *st, const char *sandbox, uint64_t v);
 /* Number of visible paths (root excluded) at v. */
