@@ -15,7 +15,7 @@
 #     (with a warning naming the file), what does not need the file reads as before, fsck
 #     reports what the file holds;
 #   - the MANIFEST: the open fails naming it and saying what to do.
-# Tables and their column families come from RocksDB's info LOG (table_file_creation events).
+# Tables and their column families come from each table's properties block (tables() below).
 
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -69,24 +69,57 @@ def flip(path, off, n=16):
         f.seek(off)
         f.write(bytes(x ^ 0xff for x in b))
 
+def varint(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7f) << shift
+        if c < 0x80:
+            return v, i
+        shift += 7
+
+def block(data, handle):
+    """The contents of the block of data that handle (varint offset, varint size) names. Meta
+    blocks are written uncompressed (trailer type 0)."""
+    off, i = varint(handle, 0)
+    size, i = varint(handle, i)
+    if data[off + size] != 0:
+        raise ValueError("a compressed meta block")
+    return data[off:off + size]
+
+def entries(b):
+    """Key/value pairs of a block (prefix-compressed entries, then the restart array)."""
+    restarts = int.from_bytes(b[-4:], "little")
+    end, i, key = len(b) - 4 * (restarts + 1), 0, b""
+    while i < end:
+        shared, i = varint(b, i)
+        own, i = varint(b, i)
+        vlen, i = varint(b, i)
+        key = key[:shared] + b[i:i + own]
+        i += own
+        yield key, b[i:i + vlen]
+        i += vlen
+
+def properties(path):
+    """The table properties of the block-based table at path: the footer (53 bytes: checksum
+    type, metaindex handle, index handle, padding, version, magic) names the metaindex, which
+    names the properties block."""
+    data = open(path, "rb").read()
+    meta = block(data, data[len(data) - 52:])
+    return dict(entries(block(data, dict(entries(meta))[b"rocksdb.properties"])))
+
 def tables(store, cf):
-    """Live table files of column family cf, largest first: (path, data_size, file_size)."""
-    found = {}
-    for log in glob.glob(os.path.join(store, "db", "LOG*")):
-        for line in open(log, errors="replace"):
-            i = line.find("EVENT_LOG_v1 ")
-            if i < 0:
-                continue
-            try:
-                ev = json.loads(line[i + len("EVENT_LOG_v1 "):])
-            except ValueError:
-                continue
-            if ev.get("event") != "table_file_creation" or ev.get("cf_name") != cf:
-                continue
-            path = os.path.join(store, "db", "%06d.sst" % ev["file_number"])
-            if os.path.exists(path):
-                found[path] = (ev["table_properties"]["data_size"], ev["file_size"])
-    return sorted(((p, d, s) for p, (d, s) in found.items()), key=lambda t: -t[2])
+    """Table files of column family cf, largest first: (path, data_size, file_size). The column
+    family and the size of the data blocks come from each table's own properties (the info LOG,
+    which once had them, gets only what DB::Open() writes)."""
+    found = []
+    for path in glob.glob(os.path.join(store, "db", "*.sst")):
+        props = properties(path)
+        if props.get(b"rocksdb.column.family.name") == cf.encode():
+            data_size, _ = varint(props[b"rocksdb.data.size"], 0)
+            found.append((path, data_size, os.path.getsize(path)))
+    return sorted(found, key=lambda t: -t[2])
 
 def run(tool, store, *args):
     return subprocess.run([tool, "--store", store, "--json", *args], capture_output=True)
