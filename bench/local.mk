@@ -27,9 +27,9 @@ bench_publish_bench_SOURCES = bench/publish.h bench/publish.c bench/publish-tree
 bench_publish_bench_LDADD = $(STORE_LIBS)
 CLEANFILES += $(EOS_BENCH_BINARIES)
 
-# bench/fs builds tools/eosfs itself (and leaves eos out of the run when it cannot).
+# bench/fs builds fs/eosfs itself (and leaves eos out of the run when it cannot).
 .PHONY: bench-fs
-bench-fs: bench/fs-files tools/eos-store
+bench-fs: bench/fs-files cli/eos-store
 	$(SHELL) $(top_srcdir)/bench/fs
 
 # bench/publish builds bench/publish-bench itself; BENCH_PUBLISH_FLAGS passes options (--quick).
@@ -42,5 +42,5 @@ EXTRA_PROGRAMS += bench/fs-churn
 EOS_BENCH_BINARIES += bench/fs-churn
 bench_fs_churn_SOURCES = bench/fs-churn.c
 .PHONY: bench-churn
-bench-churn: bench/fs-churn tools/eosfs tools/eos-store
+bench-churn: bench/fs-churn fs/eosfs cli/eos-store
 	$(SHELL) $(top_srcdir)/bench/churn

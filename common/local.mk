@@ -8,6 +8,7 @@ common_libeos_common_a_SOURCES = \
 	common/buf.c common/buf.h \
 	common/digest.c common/digest.h \
 	common/json.c common/json.h \
+	common/errkind.c common/errkind.h \
 	common/quote.c common/quote.h \
 	common/hashmap.c common/hashmap.h \
 	common/statedir.c common/statedir.h \

@@ -8,3 +8,9 @@ fs_libeos_fs_a_SOURCES = \
 	fs/capture-internal.h fs/capture-links.c fs/writelog.h fs/writelog.c fs/journal.h fs/journal.c \
 	fs/publish.c fs/owners.c fs/ops.c
 FS_LIBS = fs/libeos-fs.a $(STORE_LIBS) $(FUSE_LIBS) -lpthread
+
+# eosfs: the standalone mounter of session views.
+bin_PROGRAMS += fs/eosfs
+fs_eosfs_SOURCES = fs/eosfs.c
+fs_eosfs_CFLAGS = $(AM_CFLAGS)
+fs_eosfs_LDADD = $(FS_LIBS)

@@ -10,7 +10,7 @@
 # fs_mount writes eosfs's pid to MNT.pid (beside the mount point).
 #	as_test_user CMD...                 # run CMD as the unprivileged user (root only)
 #	rerun_as_test_user SCRIPT           # root: run SCRIPT again as that user, one TAP check
-EOSFS_BIN=${top_builddir:?source lib.sh first}/tools/eosfs
+EOSFS_BIN=${top_builddir:?source lib.sh first}/fs/eosfs
 EOS_TEST_USER=${EOS_TEST_USER:-eos-test}
 fs_mounts=()
 

@@ -18,7 +18,7 @@ if [[ -z ${top_srcdir:-} ]]; then
 	top_srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 fi
 top_builddir=${top_builddir:-$PWD}
-EOS_STORE_BIN=$top_builddir/tools/eos-store
+EOS_STORE_BIN=$top_builddir/cli/eos-store
 export top_srcdir top_builddir
 
 tap_count=0

@@ -15,6 +15,7 @@
 #include "common/cleanup.h"
 #include "common/digest.h"
 #include "common/endian.h"
+#include "common/errkind.h"
 #include "common/error.h"
 #include "common/failpoint.h"
 #include "common/json.h"
@@ -363,6 +364,28 @@ START_TEST(quote_like_git)
 }
 END_TEST
 
+START_TEST(errkind_names_statuses_and_errnos)
+{
+	ck_assert_str_eq(eos_errkind_name(eos_errkind_of(-ENOENT)), "not_found");
+	ck_assert_str_eq(eos_errkind_name(eos_errkind_of(-ENOSPC)), "no_space");
+	ck_assert_str_eq(eos_errkind_name(eos_errkind_of(-EBADMSG)), "corrupt");
+	ck_assert_str_eq(eos_errkind_name(eos_errkind_of(-12345)), "io");
+	ck_assert_int_eq(eos_errkind_http_status(EOS_ERRKIND_INVALID_REQUEST), 400);
+	ck_assert_int_eq(eos_errkind_http_status(EOS_ERRKIND_UNAUTHORIZED), 401);
+	ck_assert_int_eq(eos_errkind_http_status(EOS_ERRKIND_NOT_FOUND), 404);
+	ck_assert_str_eq(eos_errkind_name(EOS_ERRKIND_COUNT), "io");
+	/* every kind has a distinct name that parses back to it */
+	for (int k = 0; k < EOS_ERRKIND_COUNT; k++) {
+		const char *name = eos_errkind_name(k);
+
+		ck_assert_ptr_nonnull(name);
+		ck_assert_int_eq(eos_errkind_parse(name), k);
+		ck_assert_int_ge(eos_errkind_http_status(k), 400);
+	}
+	ck_assert_int_eq(eos_errkind_parse("no-such-kind"), -EINVAL);
+}
+END_TEST
+
 static Suite *
 common_suite(void)
 {
@@ -383,6 +406,7 @@ common_suite(void)
 	tcase_add_test(tc, digest_known_vectors);
 	tcase_add_test(tc, json_helpers);
 	tcase_add_test(tc, quote_like_git);
+	tcase_add_test(tc, errkind_names_statuses_and_errnos);
 	suite_add_tcase(s, tc);
 	return s;
 }

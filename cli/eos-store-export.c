@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * eos-store export (see tools/eos-store.h): the changes between two versions of a sandbox as a
+ * eos-store export (see cli/eos-store.h): the changes between two versions of a sandbox as a
  * directory update, a tar layer or a git patch.
  *
  * Where the summary goes: with --dest it is the command's output on stdout (JSON with --json);
@@ -14,7 +14,7 @@
 #include "common/cleanup.h"
 #include "common/json.h"
 
-#include "tools/eos-store.h"
+#include "cli/eos-store.h"
 
 static const char *
 format_name(enum eos_export_format f)

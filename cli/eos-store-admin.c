@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * eos-store commands that write or check the store: import, lease, unlease, squash, gc,
- * destroy, fsck, recover, stats (see tools/eos-store.h).
+ * destroy, fsck, recover, stats (see cli/eos-store.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +12,8 @@
 #include "common/clock.h"
 #include "common/json.h"
 
+#include "cli/eos-store.h"
 #include "fs/view.h"
-#include "tools/eos-store.h"
 
 enum {
 	THREADS_MAX = 1024,

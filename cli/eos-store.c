@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * eos-store: inspect and maintain an eos store (developer tool; see tools/eos-store.h).
+ * eos-store: inspect and maintain an eos store (developer tool; see cli/eos-store.h).
  * This file: command table, command-line parsing, store location, errors and output.
  */
-#include "tools/eos-store.h"
+#include "cli/eos-store.h"
 
 #include <ctype.h>
 #include <getopt.h>
@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "common/cleanup.h"
+#include "common/errkind.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/path.h"
@@ -131,37 +132,6 @@ static const struct {
 
 /* --- errors ----------------------------------------------------------------------------------- */
 
-static const char *
-error_kind(int code)
-{
-	switch (-code) {
-	case ENOENT:
-		return "not_found";
-	case EBUSY:
-		return "busy";
-	case EBADMSG:
-		return "corrupt";
-	case EINVAL:
-	case ENOTDIR:
-	case EISDIR:
-		return "invalid";
-	case EACCES:
-	case EPERM:
-		return "permission";
-	case ESTALE:
-		return "stale";
-	case EEXIST:
-	case ENOTEMPTY:
-		return "exists";
-	case EPROTONOSUPPORT:
-		return "unsupported_format";
-	case ENOMEM:
-		return "out_of_memory";
-	default:
-		return "io";
-	}
-}
-
 int
 tool_fail(struct tool *t, int code, const struct eos_error *err)
 {
@@ -170,7 +140,7 @@ tool_fail(struct tool *t, int code, const struct eos_error *err)
 
 	fprintf(stderr, "eos-store: %s\n", eos_quote_cstr(eos_error_message(err, code), true, &q));
 	if (t->json) {
-		doc = eos_json_error(error_kind(code), code, err);
+		doc = eos_json_error(eos_errkind_name(eos_errkind_of(code)), code, err);
 		if (doc)
 			eos_json_print_pretty(stdout, doc);
 		fflush(stdout);

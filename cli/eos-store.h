@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * eos-store: the developer tool over the public store API (store/store.h). Private to
- * tools/eos-store*.c.
+ * cli/eos-store*.c.
  *
  * main() (eos-store.c) parses the global options, picks a command from the table, parses that
  * command's options into a struct tool_args and calls the command. A command builds one JSON

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* eos-store blame: who wrote each line of a file (see tools/eos-store.h). */
+/* eos-store blame: who wrote each line of a file (see cli/eos-store.h). */
 #include <stdlib.h>
 
 #include "common/cleanup.h"
 #include "common/json.h"
 
-#include "tools/eos-store.h"
+#include "cli/eos-store.h"
 
 static json_t *
 range_row(const void *item)

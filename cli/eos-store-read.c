@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* eos-store read-only commands: ls, cat, stat, log, leases (see tools/eos-store.h). */
+/* eos-store read-only commands: ls, cat, stat, log, leases (see cli/eos-store.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +11,7 @@
 #include "common/json.h"
 #include "common/path.h"
 
-#include "tools/eos-store.h"
+#include "cli/eos-store.h"
 
 enum {
 	CAT_PIECE = 1 << 20, /* bytes per pread */

@@ -13,8 +13,8 @@
 #include "common/path.h"
 #include "common/quote.h"
 
+#include "cli/eos-store.h"
 #include "fs/view.h"
-#include "tools/eos-store.h"
 
 enum {
 	WRITE_MAX = 1 << 30, /* bytes `write` accepts on stdin */

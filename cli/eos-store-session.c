@@ -8,8 +8,8 @@
 #include "common/cleanup.h"
 #include "common/json.h"
 
+#include "cli/eos-store.h"
 #include "fs/view.h"
-#include "tools/eos-store.h"
 
 static json_t *
 session_row(const void *item)
