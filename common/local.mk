@@ -9,6 +9,7 @@ common_libeos_common_a_SOURCES = \
 	common/digest.c common/digest.h \
 	common/json.c common/json.h \
 	common/errkind.c common/errkind.h \
+	common/catalog.c common/catalog-ops.c common/catalog.h \
 	common/quote.c common/quote.h \
 	common/hashmap.c common/hashmap.h \
 	common/statedir.c common/statedir.h \

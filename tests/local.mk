@@ -9,6 +9,7 @@ tests_unit_libeos_testutil_a_CFLAGS = $(TEST_CFLAGS)
 
 UNIT_TESTS = \
 	tests/unit/test-common \
+	tests/unit/test-catalog \
 	tests/unit/test-hashmap \
 	tests/unit/test-store \
 	tests/unit/test-kv \
@@ -32,6 +33,9 @@ TESTS += $(UNIT_TESTS)
 tests_unit_test_common_SOURCES = tests/unit/test-common.c
 tests_unit_test_common_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_common_LDADD = $(TEST_LDADD)
+tests_unit_test_catalog_SOURCES = tests/unit/test-catalog.c
+tests_unit_test_catalog_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_catalog_LDADD = $(TEST_LDADD)
 tests_unit_test_hashmap_SOURCES = tests/unit/test-hashmap.c
 tests_unit_test_hashmap_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_hashmap_LDADD = $(TEST_LDADD)
@@ -99,4 +103,7 @@ include tests/unit/export.mk
 include tests/unit/nodes.mk
 include tests/integration/publish.mk
 include tests/integration/crash.mk
+include tests/integration/eosd.mk
+include tests/integration/eosd-sessions.mk
+include tests/integration/eosctl.mk
 include tests/unit/corrupt.mk

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * common/catalog-ops: the table of operations (common/catalog.h). Upstream names; the ones eos
+ * adds are marked ★ in their help. Adding an operation here adds it to the gateway (which refuses
+ * it until eosd has a handler), to eosctl and to the MCP tools.
+ */
+#include <stddef.h>
+
+#include "common/catalog.h"
+
+#define ARGS(a) a, sizeof(a) / sizeof((a)[0])
+#define NO_ARGS NULL, 0
+
+static const char *const export_formats[] = { "dir", "tar", "tar-zst", "patch", NULL };
+static const char *const token_surfaces[] = { "runtime", "observability", NULL };
+
+/* --- management ------------------------------------------------------------------------------- */
+
+static const struct eos_arg create_sandbox_args[] = {
+	{ "source", EOS_ARG_HOST_PATH, true, NULL, 0, 0, NULL, 1,
+	  "the directory or tar / tar.gz / tar.zst archive to import" },
+	{ "id", EOS_ARG_ID, false, NULL, 0, 0, NULL, 0,
+	  "the new sandbox's id (default: eos-<hex>)" },
+};
+
+static const struct eos_arg destroy_sandbox_args[] = {
+	{ "force", EOS_ARG_BOOL, false, "false", 0, 0, NULL, 0,
+	  "destroy its workspace sessions too (refused while any exists otherwise)" },
+};
+
+static const struct eos_arg export_args[] = {
+	{ "format", EOS_ARG_ENUM, true, NULL, 0, 0, export_formats, 0,
+	  "dir, tar, tar-zst, or patch (a unified diff git apply accepts)" },
+	{ "from", EOS_ARG_VERSION, false, NULL, 0, 0, NULL, 0, "the first version (default: base)" },
+	{ "to", EOS_ARG_VERSION, false, NULL, 0, 0, NULL, 0, "the last version (default: head)" },
+	{ "dest", EOS_ARG_HOST_PATH, false, NULL, 0, 0, NULL, 0,
+	  "where to write it (required for dir; a patch without one is returned inline)" },
+};
+
+static const struct eos_arg issue_token_args[] = {
+	{ "surface", EOS_ARG_ENUM, true, NULL, 0, 0, token_surfaces, 0,
+	  "the surface the token opens: runtime or observability" },
+	{ "ttl_seconds", EOS_ARG_INT, false, NULL, 1, 10LL * 366 * 86400, NULL, 0,
+	  "seconds until it expires (default: never)" },
+};
+
+static const struct eos_arg revoke_token_args[] = {
+	{ "token_id", EOS_ARG_ID, true, NULL, 0, 0, NULL, 1, "the id issue_token returned" },
+};
+
+/* --- runtime ---------------------------------------------------------------------------------- */
+
+#define SESSION_ARG(req)                                                                           \
+	{ "workspace_session_id", EOS_ARG_ID, req, NULL, 0, 0, NULL, req ? 1 : 0,                 \
+	  req ? "the workspace session" : "the workspace session (default: none, the head)" }
+
+static const struct eos_arg create_session_args[] = {
+	{ "workspace_session_id", EOS_ARG_ID, false, NULL, 0, 0, NULL, 0,
+	  "the new session's id (default: ws-<hex>)" },
+	{ "version", EOS_ARG_VERSION, false, NULL, 0, 0, NULL, 0, "its base (default: the head)" },
+};
+
+static const struct eos_arg session_args[] = { SESSION_ARG(true) };
+
+static const struct eos_arg publish_args[] = {
+	SESSION_ARG(true),
+	{ "destroy_after", EOS_ARG_BOOL, false, "false", 0, 0, NULL, 0,
+	  "destroy the session once published (kept when rejected)" },
+};
+
+static const struct eos_arg mount_args[] = {
+	SESSION_ARG(true),
+	{ "path", EOS_ARG_HOST_PATH, true, NULL, 0, 0, NULL, 2,
+	  "an empty directory where the live view appears" },
+};
+
+static const struct eos_arg fork_args[] = {
+	SESSION_ARG(true),
+	{ "new_workspace_session_id", EOS_ARG_ID, false, NULL, 0, 0, NULL, 0,
+	  "the fork's id (default: ws-<hex>)" },
+};
+
+static const struct eos_arg file_read_args[] = {
+	{ "path", EOS_ARG_PATH, true, NULL, 0, 0, NULL, 1, "the file, relative to the sandbox root" },
+	SESSION_ARG(false),
+	{ "offset", EOS_ARG_INT, false, "1", 1, INT32_MAX, NULL, 0, "the first line (1-based)" },
+	{ "limit", EOS_ARG_INT, false, "2000", 1, 1000000, NULL, 0, "lines at most" },
+};
+
+static const struct eos_arg file_write_args[] = {
+	{ "path", EOS_ARG_PATH, true, NULL, 0, 0, NULL, 1, "the file, relative to the sandbox root" },
+	{ "content", EOS_ARG_STRING, true, NULL, 0, 0, NULL, 0, "the file's new bytes (UTF-8)" },
+	SESSION_ARG(false),
+};
+
+static const struct eos_arg file_edit_args[] = {
+	{ "path", EOS_ARG_PATH, true, NULL, 0, 0, NULL, 1, "the file, relative to the sandbox root" },
+	{ "edits", EOS_ARG_EDITS, true, NULL, 0, EOS_CATALOG_EDITS_MAX, NULL, 0,
+	  "[{old_string, new_string, replace_all}]: all apply or none" },
+	SESSION_ARG(false),
+};
+
+static const struct eos_arg file_list_args[] = {
+	{ "path", EOS_ARG_PATH, false, "\"\"", 0, 0, NULL, 1, "the directory (default: the root)" },
+	SESSION_ARG(false),
+};
+
+static const struct eos_arg file_blame_args[] = {
+	{ "path", EOS_ARG_PATH, true, NULL, 0, 0, NULL, 1, "the file, relative to the sandbox root" },
+	{ "version", EOS_ARG_VERSION, false, NULL, 0, 0, NULL, 0, "the version (default: the head)" },
+};
+
+/* --- the table -------------------------------------------------------------------------------- */
+
+#define M EOS_SURFACE_MANAGEMENT
+#define R EOS_SURFACE_RUNTIME
+#define O EOS_SURFACE_OBSERVABILITY
+
+/* name, surface, needs_sandbox, group, verb, help, args, read_only, destructive, idempotent,
+ * long_running */
+static const struct eos_op ops[] = {
+	{ "create_sandbox", M, false, "sandbox", "create", "import a directory or tar as a sandbox",
+	  ARGS(create_sandbox_args), false, false, false, true },
+	{ "list_sandboxes", M, false, "sandbox", "ls", "list the sandboxes", NO_ARGS, true, false,
+	  true, false },
+	{ "inspect_sandbox", M, true, "sandbox", "inspect",
+	  "a sandbox's head, layers, bytes, leases and sessions", NO_ARGS, true, false, true, false },
+	{ "destroy_sandbox", M, true, "sandbox", "destroy", "delete a sandbox and its history",
+	  ARGS(destroy_sandbox_args), false, true, true, true },
+	{ "squash_layerstacks", M, true, "sandbox", "squash",
+	  "fold the layers no lease and not the head needs", NO_ARGS, false, false, true, true },
+	{ "export_changes", M, true, "sandbox", "export",
+	  "export a range of versions as a directory, a tar or a patch", ARGS(export_args), true,
+	  false, true, true },
+	{ "issue_token", M, true, "token", "issue",
+	  "mint a runtime or observability token limited to one sandbox",
+	  ARGS(issue_token_args), false, false, false, false },
+	{ "revoke_token", M, false, "token", "revoke", "★ revoke a token issue_token minted",
+	  ARGS(revoke_token_args), false, true, true, false },
+
+	{ "create_workspace_session", R, true, "session", "create",
+	  "lease a version and start a live workspace session over it", ARGS(create_session_args),
+	  false, false, false, false },
+	{ "list_workspace_sessions", R, true, "session", "ls", "★ list a sandbox's sessions",
+	  NO_ARGS, true, false, true, false },
+	{ "inspect_workspace_session", R, true, "session", "inspect",
+	  "★ a session's state, base, delta and mounts", ARGS(session_args), true, false, true,
+	  false },
+	{ "publish_workspace_session", R, true, "session", "publish",
+	  "publish a live session's changes as one layer (merged with the head, or rejected)",
+	  ARGS(publish_args), false, false, false, true },
+	{ "destroy_workspace_session", R, true, "session", "destroy",
+	  "delete a session and its changes", ARGS(session_args), false, true, true, false },
+	{ "mount_workspace_session", R, true, "session", "mount",
+	  "show a session's live view at a directory too", ARGS(mount_args), false, false, true,
+	  false },
+	{ "unmount_workspace_session", R, true, "session", "unmount",
+	  "★ take back the views mount_workspace_session added", ARGS(session_args), false, false,
+	  true, false },
+	{ "fork_workspace_session", R, true, "session", "fork",
+	  "★ a new session starting from another's current state", ARGS(fork_args), false, false,
+	  false, false },
+	{ "file_read", R, true, "file", "read", "read lines of a file", ARGS(file_read_args), true,
+	  false, true, false },
+	{ "file_write", R, true, "file", "write", "write a whole file", ARGS(file_write_args),
+	  false, false, true, false },
+	{ "file_edit", R, true, "file", "edit", "replace exact strings in a file",
+	  ARGS(file_edit_args), false, false, false, false },
+	{ "file_list", R, true, "file", "ls", "★ list a directory", ARGS(file_list_args), true,
+	  false, true, false },
+	{ "file_blame", R, true, "file", "blame", "who wrote each line of a published file",
+	  ARGS(file_blame_args), true, false, true, false },
+
+	{ "ping", O, false, "daemon", "ping", "check that eosd answers", NO_ARGS, true, false, true,
+	  false },
+	{ "version", O, false, "daemon", "version", "eosd's version", NO_ARGS, true, false, true,
+	  false },
+};
+
+const struct eos_op *
+eos_catalog_ops(size_t *n)
+{
+	*n = sizeof(ops) / sizeof(ops[0]);
+	return ops;
+}
