@@ -6,3 +6,4 @@ cli_eos_store_SOURCES = cli/eos-store.c cli/eos-store.h cli/eos-store-read.c \
 	cli/eos-store-blame.c cli/eos-store-export.c
 cli_eos_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 cli_eos_store_LDADD = $(FS_LIBS)
+include cli/eosctl.mk

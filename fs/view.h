@@ -192,6 +192,29 @@ struct eos_delta_entry {
 typedef int (*eos_delta_fn)(void *ctx, const struct eos_delta_entry *e);
 int eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_error *err);
 
+/* --- a live session: publish in place, fork (fs/publish-live.c) ------------------------------- */
+
+/*
+ * Publish the session of v while it stays mounted and in use (v must be a writable session
+ * view; m its mount, or NULL when it is not mounted). Requests that would change the view wait
+ * (never fail) from the capture of the delta until the gate has decided; reads go on. On
+ * PUBLISHED (and NO_OP) the session continues on the new head with an empty delta: its lease
+ * moves to ret->version, its records and data files are reset, and the kernel's caches of every
+ * path that changed are invalidated, so an open file reads the merged bytes on its next read.
+ * On REJECTED, or any error, the session is exactly as it was. owner NULL:
+ * "workspace_session:<session>". ret is released by the caller.
+ */
+int eos_view_publish_live(struct eos_view *v, struct eos_view_mount *m, const char *owner,
+			  struct eos_publish_result *ret, struct eos_error *err);
+
+/*
+ * Create session new_session of v's sandbox whose starting state is v's current state: the same
+ * base version (leased anew) and a copy of v's delta (records and data files), in time
+ * proportional to the delta, never to the base. v may be mounted and in use: its writes wait
+ * for the copy. -EEXIST when new_session exists. The fork is not opened: eos_view_open() it.
+ */
+int eos_view_fork(struct eos_view *v, const char *new_session, struct eos_error *err);
+
 /* --- publishing a session (fs/publish.c) ------------------------------------------------------ */
 
 /*

@@ -1,0 +1,1 @@
+# eosctl (cli/eosctl*.c): included by cli/local.mk.

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * supervisor/daemon: what every part of eosd shares — the daemon's context and the contract of
+ * an operation handler.
+ *
+ * A request arrives on the gateway (loop thread), is authenticated and validated against the
+ * catalog (common/catalog.h), and its handler runs on a worker thread of the bounded pool, never
+ * on the loop: a handler may block (store reads, imports, publishes). It receives the validated
+ * arguments with their defaults filled in and returns:
+ *	0 and *out, a new JSON object (the reply's payload), or
+ *	a negative errno with a message in err; the gateway answers with the errno's kind
+ *	(common/errkind.h) unless the handler set call->kind (e.g. publish_rejected) and, for
+ *	details, call->details (a new reference, e.g. the conflicts of a rejected publish).
+ * Handlers of different requests run at once: the parts they share lock themselves.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/catalog.h"
+#include "common/error.h"
+
+#include "store/store.h"
+
+struct eosd_sessions; /* supervisor/session.c */
+struct eosd_auth;     /* supervisor/auth.c */
+
+struct eosd {
+	struct eos_store *store; /* owned by the daemon for its whole life */
+	char *state_dir;	 /* $EOS_STATE_DIR, $XDG_DATA_HOME/eos, or /var/lib/eos */
+	char *store_dir;	 /* <state_dir>/store */
+	char *runtime_dir;	 /* $XDG_RUNTIME_DIR/eos, /tmp/eos-<uid>, or /run/eos (0700) */
+	struct eosd_sessions *sessions;
+	struct eosd_auth *auth;
+	int64_t started_ns; /* CLOCK_MONOTONIC at start */
+	_Atomic bool stopping; /* SIGTERM seen: admit nothing new */
+};
+
+/* Who is calling: the scope of the token that authenticated the request. */
+struct eosd_caller {
+	enum eos_surface surface;
+	const char *sandbox; /* a token limited to one sandbox: its id; else NULL */
+	const char *token_id; /* tokens minted by issue_token; NULL for the surface tokens */
+};
+
+struct eosd_call {
+	const struct eos_op *op;
+	const char *request_id; /* the request's request_id, or NULL */
+	const char *sandbox_id; /* set whenever op->needs_sandbox */
+	json_t *args;		/* validated, defaults filled (borrowed) */
+	const struct eosd_caller *caller;
+	/* out, optional: the error kind to answer with (-1: from the errno), and details */
+	int kind;
+	json_t *details;
+};
+
+typedef int (*eosd_handler_fn)(struct eosd *d, struct eosd_call *call, json_t **out,
+			       struct eos_error *err);

@@ -1,0 +1,1 @@
+# eosctl integration tests: included by tests/local.mk.

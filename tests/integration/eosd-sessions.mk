@@ -1,0 +1,1 @@
+# eosd-sessions integration tests: included by tests/local.mk.

@@ -1,0 +1,1 @@
+# eosd integration tests: included by tests/local.mk.
