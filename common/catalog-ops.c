@@ -31,7 +31,8 @@ static const struct eos_arg destroy_sandbox_args[] = {
 static const struct eos_arg export_args[] = {
 	{ "format", EOS_ARG_ENUM, true, NULL, 0, 0, export_formats, 0,
 	  "dir, tar, tar-zst, or patch (a unified diff git apply accepts)" },
-	{ "from", EOS_ARG_VERSION, false, NULL, 0, 0, NULL, 0, "the first version (default: base)" },
+	{ "from", EOS_ARG_VERSION, false, NULL, 0, 0, NULL, 0,
+	  "the first version (default: base)" },
 	{ "to", EOS_ARG_VERSION, false, NULL, 0, 0, NULL, 0, "the last version (default: head)" },
 	{ "dest", EOS_ARG_HOST_PATH, false, NULL, 0, 0, NULL, 0,
 	  "where to write it (required for dir; a patch without one is returned inline)" },
@@ -50,9 +51,12 @@ static const struct eos_arg revoke_token_args[] = {
 
 /* --- runtime ---------------------------------------------------------------------------------- */
 
-#define SESSION_ARG(req)                                                                           \
-	{ "workspace_session_id", EOS_ARG_ID, req, NULL, 0, 0, NULL, req ? 1 : 0,                 \
-	  req ? "the workspace session" : "the workspace session (default: none, the head)" }
+#define SESSION_ARG(req)                                                                \
+	{                                                                               \
+		"workspace_session_id", EOS_ARG_ID, req, NULL, 0, 0, NULL, req ? 1 : 0, \
+			req ? "the workspace session"                                   \
+			    : "the workspace session (default: none, the head)"         \
+	}
 
 static const struct eos_arg create_session_args[] = {
 	{ "workspace_session_id", EOS_ARG_ID, false, NULL, 0, 0, NULL, 0,
@@ -81,20 +85,23 @@ static const struct eos_arg fork_args[] = {
 };
 
 static const struct eos_arg file_read_args[] = {
-	{ "path", EOS_ARG_PATH, true, NULL, 0, 0, NULL, 1, "the file, relative to the sandbox root" },
+	{ "path", EOS_ARG_PATH, true, NULL, 0, 0, NULL, 1,
+	  "the file, relative to the sandbox root" },
 	SESSION_ARG(false),
 	{ "offset", EOS_ARG_INT, false, "1", 1, INT32_MAX, NULL, 0, "the first line (1-based)" },
 	{ "limit", EOS_ARG_INT, false, "2000", 1, 1000000, NULL, 0, "lines at most" },
 };
 
 static const struct eos_arg file_write_args[] = {
-	{ "path", EOS_ARG_PATH, true, NULL, 0, 0, NULL, 1, "the file, relative to the sandbox root" },
+	{ "path", EOS_ARG_PATH, true, NULL, 0, 0, NULL, 1,
+	  "the file, relative to the sandbox root" },
 	{ "content", EOS_ARG_STRING, true, NULL, 0, 0, NULL, 0, "the file's new bytes (UTF-8)" },
 	SESSION_ARG(false),
 };
 
 static const struct eos_arg file_edit_args[] = {
-	{ "path", EOS_ARG_PATH, true, NULL, 0, 0, NULL, 1, "the file, relative to the sandbox root" },
+	{ "path", EOS_ARG_PATH, true, NULL, 0, 0, NULL, 1,
+	  "the file, relative to the sandbox root" },
 	{ "edits", EOS_ARG_EDITS, true, NULL, 0, EOS_CATALOG_EDITS_MAX, NULL, 0,
 	  "[{old_string, new_string, replace_all}]: all apply or none" },
 	SESSION_ARG(false),
@@ -106,8 +113,10 @@ static const struct eos_arg file_list_args[] = {
 };
 
 static const struct eos_arg file_blame_args[] = {
-	{ "path", EOS_ARG_PATH, true, NULL, 0, 0, NULL, 1, "the file, relative to the sandbox root" },
-	{ "version", EOS_ARG_VERSION, false, NULL, 0, 0, NULL, 0, "the version (default: the head)" },
+	{ "path", EOS_ARG_PATH, true, NULL, 0, 0, NULL, 1,
+	  "the file, relative to the sandbox root" },
+	{ "version", EOS_ARG_VERSION, false, NULL, 0, 0, NULL, 0,
+	  "the version (default: the head)" },
 };
 
 /* --- the table -------------------------------------------------------------------------------- */
@@ -124,7 +133,8 @@ static const struct eos_op ops[] = {
 	{ "list_sandboxes", M, false, "sandbox", "ls", "list the sandboxes", NO_ARGS, true, false,
 	  true, false },
 	{ "inspect_sandbox", M, true, "sandbox", "inspect",
-	  "a sandbox's head, layers, bytes, leases and sessions", NO_ARGS, true, false, true, false },
+	  "a sandbox's head, layers, bytes, leases and sessions", NO_ARGS, true, false, true,
+	  false },
 	{ "destroy_sandbox", M, true, "sandbox", "destroy", "delete a sandbox and its history",
 	  ARGS(destroy_sandbox_args), false, true, true, true },
 	{ "squash_layerstacks", M, true, "sandbox", "squash",
@@ -133,8 +143,8 @@ static const struct eos_op ops[] = {
 	  "export a range of versions as a directory, a tar or a patch", ARGS(export_args), true,
 	  false, true, true },
 	{ "issue_token", M, true, "token", "issue",
-	  "mint a runtime or observability token limited to one sandbox",
-	  ARGS(issue_token_args), false, false, false, false },
+	  "mint a runtime or observability token limited to one sandbox", ARGS(issue_token_args),
+	  false, false, false, false },
 	{ "revoke_token", M, false, "token", "revoke", "★ revoke a token issue_token minted",
 	  ARGS(revoke_token_args), false, true, true, false },
 

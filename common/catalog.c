@@ -1,20 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /* common/catalog: look-ups and argument validation over the table of catalog-ops.c. */
+#include "common/catalog.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/catalog.h"
 #include "common/cleanup.h"
 #include "common/path.h"
 
-static const char *const surfaces[EOS_SURFACE_COUNT] = { "management", "runtime",
-							   "observability" };
+static const char *const surfaces[EOS_SURFACE_COUNT] = { "management", "runtime", "observability" };
 
 static const char *const kind_names[] = {
-	[EOS_ARG_STRING] = "string", [EOS_ARG_INT] = "integer",	    [EOS_ARG_BOOL] = "boolean",
-	[EOS_ARG_ENUM] = "enum",     [EOS_ARG_ID] = "id",	    [EOS_ARG_PATH] = "path",
-	[EOS_ARG_HOST_PATH] = "host_path", [EOS_ARG_VERSION] = "version", [EOS_ARG_EDITS] = "edits",
+	[EOS_ARG_STRING] = "string",
+	[EOS_ARG_INT] = "integer",
+	[EOS_ARG_BOOL] = "boolean",
+	[EOS_ARG_ENUM] = "enum",
+	[EOS_ARG_ID] = "id",
+	[EOS_ARG_PATH] = "path",
+	[EOS_ARG_HOST_PATH] = "host_path",
+	[EOS_ARG_VERSION] = "version",
+	[EOS_ARG_EDITS] = "edits",
 };
 
 const char *
@@ -131,7 +137,8 @@ check_edit(const struct eos_arg *a, size_t i, const json_t *e, struct eos_error 
 	if (!json_is_object(e))
 		return eos_error_set(err, -EINVAL, "argument '%s': edit %zu is not an object",
 				     a->name, i + 1);
-	json_object_foreach ((json_t *)e, key, v) {
+	json_object_foreach((json_t *)e, key, v)
+	{
 		bool str = strcmp(key, "old_string") == 0 || strcmp(key, "new_string") == 0;
 
 		if (!str && strcmp(key, "replace_all") != 0)
@@ -206,8 +213,8 @@ check_string(const struct eos_arg *a, const json_t *v, struct eos_error *err)
 	if (!s)
 		return eos_error_set(err, -EINVAL, "argument '%s': must be a string", a->name);
 	if (json_string_length(v) > max)
-		return eos_error_set(err, -EINVAL, "argument '%s': longer than %zu bytes",
-				     a->name, max);
+		return eos_error_set(err, -EINVAL, "argument '%s': longer than %zu bytes", a->name,
+				     max);
 	if (a->kind != EOS_ARG_STRING && strlen(s) != json_string_length(v))
 		return eos_error_set(err, -EINVAL, "argument '%s': holds a NUL byte", a->name);
 	if (a->kind == EOS_ARG_ENUM)
@@ -221,7 +228,8 @@ check_string(const struct eos_arg *a, const json_t *v, struct eos_error *err)
 	if (a->kind == EOS_ARG_HOST_PATH &&
 	    (s[0] != '/' || json_string_length(v) > EOS_CATALOG_PATH_MAX))
 		return eos_error_set(err, -EINVAL,
-				     "argument '%s': '%s' is not an absolute host path", a->name, s);
+				     "argument '%s': '%s' is not an absolute host path", a->name,
+				     s);
 	return 0;
 }
 
@@ -277,7 +285,8 @@ eos_catalog_validate(const struct eos_op *op, json_t *args, struct eos_error *er
 
 	if (args && !json_is_object(args))
 		return eos_error_set(err, -EINVAL, "%s: args must be an object", op->name);
-	json_object_foreach (args, key, v) {
+	json_object_foreach(args, key, v)
+	{
 		const struct eos_arg *a = eos_catalog_arg(op, key);
 
 		if (!a)
@@ -331,8 +340,8 @@ eos_catalog_parse_word(const struct eos_arg *a, const char *word, json_t **ret,
 	int r;
 
 	if (!v)
-		return eos_error_set(err, -EINVAL, "argument '%s': '%s' is not a %s", a->name,
-				     word, eos_arg_kind_name(a->kind));
+		return eos_error_set(err, -EINVAL, "argument '%s': '%s' is not a %s", a->name, word,
+				     eos_arg_kind_name(a->kind));
 	if ((r = eos_catalog_check_value(a, v, err)) < 0) {
 		json_decref(v);
 		return r;

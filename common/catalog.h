@@ -27,12 +27,12 @@ enum eos_surface {
 };
 
 enum eos_arg_kind {
-	EOS_ARG_STRING,	   /* any string up to max bytes (max 0: EOS_CATALOG_STRING_MAX) */
-	EOS_ARG_INT,	   /* an integer in [min, max] */
-	EOS_ARG_BOOL,	   /* true or false */
-	EOS_ARG_ENUM,	   /* one of values[] */
-	EOS_ARG_ID,	   /* an identifier: [A-Za-z0-9._-], 1 to 64 bytes, not starting with '.' */
-	EOS_ARG_PATH,	   /* a path inside the sandbox: relative, no "..", no NUL; "" is the root */
+	EOS_ARG_STRING, /* any string up to max bytes (max 0: EOS_CATALOG_STRING_MAX) */
+	EOS_ARG_INT,	/* an integer in [min, max] */
+	EOS_ARG_BOOL,	/* true or false */
+	EOS_ARG_ENUM,	/* one of values[] */
+	EOS_ARG_ID,	/* an identifier: [A-Za-z0-9._-], 1 to 64 bytes, not starting with '.' */
+	EOS_ARG_PATH,	/* a path inside the sandbox: relative, no "..", no NUL; "" is the root */
 	EOS_ARG_HOST_PATH, /* an absolute path on the host */
 	EOS_ARG_VERSION,   /* a layer: "L000003", "L3" or "3" */
 	EOS_ARG_EDITS,	   /* [{old_string, new_string, replace_all?}], 1 to max items */
@@ -49,26 +49,26 @@ struct eos_arg {
 	const char *name;
 	enum eos_arg_kind kind;
 	bool required;
-	const char *def;	    /* default, as JSON text ("false", "1", "\"tar\""), or NULL */
-	int64_t min, max;	    /* INT: bounds; STRING: max bytes (0: the default); EDITS: max items */
-	const char *const *values;  /* ENUM: NULL-terminated */
-	unsigned positional;	    /* eosctl: 1.. its position on the command line, 0: an option */
+	const char *def;  /* default, as JSON text ("false", "1", "\"tar\""), or NULL */
+	int64_t min, max; /* INT: bounds; STRING: max bytes (0: the default); EDITS: max items */
+	const char *const *values; /* ENUM: NULL-terminated */
+	unsigned positional;	   /* eosctl: 1.. its position on the command line, 0: an option */
 	const char *help;
 };
 
 struct eos_op {
-	const char *name;	  /* "create_sandbox" */
+	const char *name; /* "create_sandbox" */
 	enum eos_surface surface;
-	bool needs_sandbox;	  /* the request must carry sandbox_id */
-	const char *cli_group;	  /* eosctl: "sandbox" in `eosctl sandbox create` */
-	const char *cli_verb;	  /* eosctl: "create" */
-	const char *help;	  /* one line */
+	bool needs_sandbox;    /* the request must carry sandbox_id */
+	const char *cli_group; /* eosctl: "sandbox" in `eosctl sandbox create` */
+	const char *cli_verb;  /* eosctl: "create" */
+	const char *help;      /* one line */
 	const struct eos_arg *args;
 	size_t nargs;
-	bool read_only;		  /* changes nothing */
-	bool destructive;	  /* may delete what the caller cannot get back */
-	bool idempotent;	  /* repeating it with the same arguments changes nothing more */
-	bool long_running;	  /* runs on the worker pool and may report progress */
+	bool read_only;	   /* changes nothing */
+	bool destructive;  /* may delete what the caller cannot get back */
+	bool idempotent;   /* repeating it with the same arguments changes nothing more */
+	bool long_running; /* runs on the worker pool and may report progress */
 };
 
 /* Every operation, in catalog order; *n receives their number. */

@@ -36,14 +36,14 @@ struct eosd {
 	char *runtime_dir;	 /* $XDG_RUNTIME_DIR/eos, /tmp/eos-<uid>, or /run/eos (0700) */
 	struct eosd_sessions *sessions;
 	struct eosd_auth *auth;
-	int64_t started_ns; /* CLOCK_MONOTONIC at start */
+	int64_t started_ns;    /* CLOCK_MONOTONIC at start */
 	_Atomic bool stopping; /* SIGTERM seen: admit nothing new */
 };
 
 /* Who is calling: the scope of the token that authenticated the request. */
 struct eosd_caller {
 	enum eos_surface surface;
-	const char *sandbox; /* a token limited to one sandbox: its id; else NULL */
+	const char *sandbox;  /* a token limited to one sandbox: its id; else NULL */
 	const char *token_id; /* tokens minted by issue_token; NULL for the surface tokens */
 };
 

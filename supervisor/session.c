@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* supervisor/session: placeholder handlers until the sessions of eosd are built. */
-#include <errno.h>
-
 #include "supervisor/session.h"
+
+#include <errno.h>
 
 int
 eosd_sessions_start(struct eosd *d, struct eos_error *err)
@@ -39,56 +39,64 @@ eosd_sessions_served(struct eosd *d)
 }
 
 int
-eosd_op_create_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
+eosd_op_create_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
+				 struct eos_error *err)
 {
 	(void)d, (void)c, (void)out;
 	return eos_error_set(err, -ENOSYS, "%s: not built yet", c->op->name);
 }
 
 int
-eosd_op_list_workspace_sessions(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
+eosd_op_list_workspace_sessions(struct eosd *d, struct eosd_call *c, json_t **out,
+				struct eos_error *err)
 {
 	(void)d, (void)c, (void)out;
 	return eos_error_set(err, -ENOSYS, "%s: not built yet", c->op->name);
 }
 
 int
-eosd_op_inspect_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
+eosd_op_inspect_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
+				  struct eos_error *err)
 {
 	(void)d, (void)c, (void)out;
 	return eos_error_set(err, -ENOSYS, "%s: not built yet", c->op->name);
 }
 
 int
-eosd_op_publish_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
+eosd_op_publish_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
+				  struct eos_error *err)
 {
 	(void)d, (void)c, (void)out;
 	return eos_error_set(err, -ENOSYS, "%s: not built yet", c->op->name);
 }
 
 int
-eosd_op_destroy_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
+eosd_op_destroy_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
+				  struct eos_error *err)
 {
 	(void)d, (void)c, (void)out;
 	return eos_error_set(err, -ENOSYS, "%s: not built yet", c->op->name);
 }
 
 int
-eosd_op_mount_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
+eosd_op_mount_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
+				struct eos_error *err)
 {
 	(void)d, (void)c, (void)out;
 	return eos_error_set(err, -ENOSYS, "%s: not built yet", c->op->name);
 }
 
 int
-eosd_op_unmount_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
+eosd_op_unmount_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
+				  struct eos_error *err)
 {
 	(void)d, (void)c, (void)out;
 	return eos_error_set(err, -ENOSYS, "%s: not built yet", c->op->name);
 }
 
 int
-eosd_op_fork_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
+eosd_op_fork_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
+			       struct eos_error *err)
 {
 	(void)d, (void)c, (void)out;
 	return eos_error_set(err, -ENOSYS, "%s: not built yet", c->op->name);
