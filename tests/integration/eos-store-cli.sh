@@ -289,6 +289,18 @@ test_default_store() {
 	rm -f "$T/special/ok/my-fifo"
 	run env -u EOS_STORE EOS_STATE_DIR="$T/state" "$EOS_STORE_BIN" import "$T/special"
 	check "\$EOS_STATE_DIR/store is the store" test "$rc" = 0 -a -d "$T/state/store"
+	if ((EUID == 0)); then
+		# root's default is /var/lib/eos (DESIGN §2): only look, create nothing there
+		run env -u EOS_STORE -u EOS_STATE_DIR -u XDG_DATA_HOME HOME="$T/home" \
+			"$EOS_STORE_BIN" ls
+		check "root's default store is /var/lib/eos/store" \
+			grep -q "/var/lib/eos/store" <<<"$out$err"
+		run env -u EOS_STORE -u EOS_STATE_DIR XDG_DATA_HOME="$T/xdg" "$EOS_STORE_BIN" \
+			import "$T/special" --sandbox home
+		check "with \$XDG_DATA_HOME root's default store is under it" \
+			test "$rc" = 0 -a -d "$T/xdg/eos/store"
+		return
+	fi
 	run env -u EOS_STORE -u EOS_STATE_DIR -u XDG_DATA_HOME HOME="$T/home" "$EOS_STORE_BIN" \
 		import "$T/special" --sandbox home
 	check "the default store is under \$HOME/.local/share" \
