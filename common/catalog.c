@@ -236,25 +236,15 @@ check_string(const struct eos_arg *a, const json_t *v, struct eos_error *err)
 int
 eos_catalog_check_value(const struct eos_arg *a, const json_t *v, struct eos_error *err)
 {
-	switch (a->kind) {
-	case EOS_ARG_INT:
+	if (a->kind == EOS_ARG_INT)
 		return check_int(a, v, err);
-	case EOS_ARG_BOOL:
-		if (!json_is_boolean(v))
-			return eos_error_set(err, -EINVAL, "argument '%s': must be true or false",
-					     a->name);
-		return 0;
-	case EOS_ARG_EDITS:
+	if (a->kind == EOS_ARG_EDITS)
 		return check_edits(a, v, err);
-	case EOS_ARG_STRING:
-	case EOS_ARG_ENUM:
-	case EOS_ARG_ID:
-	case EOS_ARG_PATH:
-	case EOS_ARG_HOST_PATH:
-	case EOS_ARG_VERSION:
-		return check_string(a, v, err);
-	}
-	return -EINVAL;
+	if (a->kind == EOS_ARG_BOOL && !json_is_boolean(v))
+		return eos_error_set(err, -EINVAL, "argument '%s': must be true or false", a->name);
+	if (a->kind == EOS_ARG_BOOL)
+		return 0;
+	return check_string(a, v, err); /* the other kinds' values are strings */
 }
 
 /* --- a whole request -------------------------------------------------------------------------- */
@@ -310,26 +300,18 @@ word_value(const struct eos_arg *a, const char *word)
 	char *end;
 	long long x;
 
-	switch (a->kind) {
-	case EOS_ARG_INT:
+	if (a->kind == EOS_ARG_INT) {
 		errno = 0;
 		x = strtoll(word, &end, 10);
 		return (errno || end == word || *end) ? NULL : json_integer(x);
-	case EOS_ARG_BOOL:
-		if (strcmp(word, "true") == 0 || strcmp(word, "false") == 0)
-			return json_boolean(word[0] == 't');
-		return NULL;
-	case EOS_ARG_EDITS:
-		return json_loads(word, 0, NULL);
-	case EOS_ARG_STRING:
-	case EOS_ARG_ENUM:
-	case EOS_ARG_ID:
-	case EOS_ARG_PATH:
-	case EOS_ARG_HOST_PATH:
-	case EOS_ARG_VERSION:
-		return json_string(word);
 	}
-	return NULL;
+	if (a->kind == EOS_ARG_BOOL)
+		return (strcmp(word, "true") == 0 || strcmp(word, "false") == 0)
+			       ? json_boolean(word[0] == 't')
+			       : NULL;
+	if (a->kind == EOS_ARG_EDITS)
+		return json_loads(word, 0, NULL);
+	return json_string(word);
 }
 
 int
