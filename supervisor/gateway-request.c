@@ -133,10 +133,39 @@ job_run(void *arg)
 
 /* --- back on the loop ------------------------------------------------------------------------- */
 
+/* One admitted request is settled: its reply written, or its client gone. */
+static void
+settled(struct eosd_gateway *gw)
+{
+	gw->in_flight--;
+	if (gw->d->stopping && gw->in_flight == 0)
+		event_base_loopexit(gw->base, NULL);
+}
+
+/* The connection closed before the reply was written out (evhttp then completes nothing). */
+static void
+reply_lost_cb(struct evhttp_connection *c, void *arg)
+{
+	(void)c;
+	settled(arg);
+}
+
+/* The reply is written out: only then may a stopping eosd leave its loop. */
+static void
+reply_sent_cb(struct evhttp_request *req, void *arg)
+{
+	struct evhttp_connection *c = evhttp_request_get_connection(req);
+
+	if (c)
+		evhttp_connection_set_closecb(c, NULL, NULL);
+	settled(arg);
+}
+
 void
 eosd_gateway_flush_done(struct eosd_gateway *gw)
 {
 	struct eosd_job *list, *next;
+	struct evhttp_connection *c;
 
 	pthread_mutex_lock(&gw->done_lock);
 	list = gw->done;
@@ -144,10 +173,13 @@ eosd_gateway_flush_done(struct eosd_gateway *gw)
 	pthread_mutex_unlock(&gw->done_lock);
 	for (; list; list = next) {
 		next = list->next;
-		if (!evhttp_request_get_connection(list->req))
-			gw->in_flight--; /* the client left: evhttp frees req, completes nothing */
+		c = evhttp_request_get_connection(list->req);
+		if (c)
+			evhttp_connection_set_closecb(c, reply_lost_cb, gw);
 		send_text(list->req, list->reply ? list->status : 503,
 			  list->reply ? list->reply : oom_text);
+		if (!c)
+			settled(gw); /* the client left: evhttp frees req */
 		job_free(list);
 	}
 }
@@ -155,24 +187,8 @@ eosd_gateway_flush_done(struct eosd_gateway *gw)
 void
 eosd_gateway_done_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct eosd_gateway *gw = arg;
-
 	(void)fd, (void)what;
-	eosd_gateway_flush_done(gw);
-	if (gw->d->stopping && gw->in_flight == 0)
-		event_base_loopexit(gw->base, NULL);
-}
-
-/* A queued request's reply is written out: only then may a stopping eosd leave its loop. */
-static void
-job_sent_cb(struct evhttp_request *req, void *arg)
-{
-	struct eosd_gateway *gw = arg;
-
-	(void)req;
-	gw->in_flight--;
-	if (gw->d->stopping && gw->in_flight == 0)
-		event_base_loopexit(gw->base, NULL);
+	eosd_gateway_flush_done(arg);
 }
 
 /* --- the loop side ---------------------------------------------------------------------------- */
@@ -358,7 +374,7 @@ dispatch(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_o
 	}
 	r = eosd_pool_submit(gw->pool, job_run, j);
 	if (r >= 0)
-		evhttp_request_set_on_complete_cb(req, job_sent_cb, gw);
+		evhttp_request_set_on_complete_cb(req, reply_sent_cb, gw);
 	if (r < 0) {
 		send_errorf(req, r == -EBUSY ? EOS_ERRKIND_BUSY : EOS_ERRKIND_UNAVAILABLE,
 			    "eosd is %s: try again",

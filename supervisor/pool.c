@@ -113,11 +113,14 @@ eosd_pool_new(unsigned threads, size_t queue_max, struct eosd_pool **ret, struct
 		return eos_error_set(err, -EINVAL, "pool: %u threads, %zu jobs: out of range",
 				     threads, queue_max);
 	p = calloc(1, sizeof(*p));
-	if (!p || !(p->ring = calloc(queue_max, sizeof(*p->ring))))
+	if (!p)
 		return eos_error_set(err, -ENOMEM, "pool: out of memory");
-	p->cap = queue_max;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
+	p->ring = calloc(queue_max, sizeof(*p->ring));
+	if (!p->ring)
+		return eos_error_set(err, -ENOMEM, "pool: out of memory");
+	p->cap = queue_max;
 	for (; p->nthreads < threads; p->nthreads++) {
 		r = pthread_create(&p->threads[p->nthreads], NULL, worker, p);
 		if (r != 0)
