@@ -12,12 +12,14 @@
 #include "supervisor/pool.h"
 
 struct bufferevent;
+struct evbuffer;
 
 /* One request handed to the pool; freed on the loop thread once replied. */
 struct eosd_job {
 	struct eosd_gateway *gw;
 	struct evhttp_request *req;
-	json_t *body; /* the parsed request: owns what call points into */
+	struct evbuffer *in; /* the request's body, moved out of req (parsed on the worker) */
+	json_t *body;	     /* the parsed request: owns what call points into */
 	eosd_handler_fn fn;
 	struct eosd_auth_scope scope;
 	struct eosd_caller caller;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * supervisor/gateway: one request, from the loop to a worker and back. On the loop thread:
- * route, check the peer, parse the envelope, authenticate, validate, queue. On a worker: the
- * handler and the reply's text. Back on the loop (done_ev): send it. Nothing here blocks the
- * loop but JSON parsing of a body within EOSD_BODY_MAX.
+ * supervisor/gateway: one request, from the loop to a worker and back. On the loop thread: check
+ * the peer, route, authenticate (headers only), move the body out and queue. On a worker: parse
+ * the envelope, validate the arguments, run the handler, make the reply's text. Back on the loop
+ * (done_ev): send it. Nothing proportional to the body's size runs on the loop.
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -85,11 +85,108 @@ send_errorf(struct evhttp_request *req, int kind, const char *fmt, ...)
 	send_error(req, kind, msg);
 }
 
+/* --- the envelope (on the worker) ----------------------------------------------------------- */
+
+static const char *
+field_problem(const char *key, const json_t *v)
+{
+	if (strcmp(key, "request_id") == 0 || strcmp(key, "sandbox_id") == 0)
+		return json_is_string(v) || json_is_null(v) ? NULL : "must be a string";
+	if (strcmp(key, "args") == 0)
+		return json_is_object(v) || json_is_null(v) ? NULL : "must be an object";
+	return "is not a request field (request_id, sandbox_id, args)";
+}
+
+/* The body as a request envelope object, or NULL with err saying what is wrong. */
+static json_t *
+parse_body(struct evbuffer *in, struct eos_error *err)
+{
+	size_t len = evbuffer_get_length(in);
+	const char *p = len ? (const char *)evbuffer_pullup(in, -1) : "{}";
+	json_error_t jerr;
+	json_t *body = p ? json_loadb(p, len ? len : 2, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+	const char *key, *problem = NULL;
+	json_t *v;
+
+	if (!body || !json_is_object(body)) {
+		eos_error_set(err, -EINVAL, "the body is not a JSON object%s%s", body ? "" : ": ",
+			      body ? ""
+			      : p  ? jerr.text
+				   : "out of memory");
+		json_decref(body);
+		return NULL;
+	}
+	json_object_foreach(body, key, v)
+	{
+		if ((problem = field_problem(key, v)))
+			break;
+	}
+	if (problem) {
+		eos_error_set(err, -EINVAL, "field '%.64s' %s", key, problem);
+		json_decref(body);
+		return NULL;
+	}
+	return body;
+}
+
+static const char *
+body_string(json_t *body, const char *key)
+{
+	return json_string_value(json_object_get(body, key));
+}
+
+static int
+refuse(struct eosd_job *j, int kind, int code)
+{
+	j->call.kind = kind;
+	return code;
+}
+
+/*
+ * On the worker, before the handler: parse the envelope, validate the arguments against the
+ * operation and check sandbox_id and the token's sandbox, filling j->call. A negative errno
+ * with j->call.kind and err set otherwise.
+ */
+static int
+job_prepare(struct eosd_job *j, struct eos_error *err)
+{
+	const struct eos_op *op = j->call.op;
+	json_t *args;
+	const char *sb;
+
+	if (!(j->body = parse_body(j->in, err)))
+		return refuse(j, EOS_ERRKIND_INVALID_REQUEST, -EINVAL);
+	args = json_object_get(j->body, "args");
+	sb = body_string(j->body, "sandbox_id");
+	if (!json_is_object(args) &&
+	    (!(args = json_object()) || eos_json_set(j->body, "args", args) < 0))
+		return -ENOMEM;
+	if (eos_catalog_validate(op, args, err) < 0)
+		return refuse(j, EOS_ERRKIND_INVALID_REQUEST, -EINVAL);
+	if (op->needs_sandbox && (!sb || eos_sandbox_id_check(sb, err) < 0))
+		return refuse(
+			j, EOS_ERRKIND_INVALID_REQUEST,
+			sb ? eos_error_prefix(err, -EINVAL, "%s: argument 'sandbox_id'", op->name)
+			   : eos_error_set(err, -EINVAL, "%s: argument 'sandbox_id': required",
+					   op->name));
+	if (op->needs_sandbox && j->scope.limited && strcmp(sb, j->scope.sandbox) != 0)
+		return refuse(j, EOS_ERRKIND_FORBIDDEN,
+			      eos_error_set(err, -EPERM,
+					    "this token is limited to sandbox '%s', not '%s'",
+					    j->scope.sandbox, sb));
+	j->call.args = args;
+	j->call.sandbox_id = op->needs_sandbox ? sb : NULL;
+	j->call.request_id = body_string(j->body, "request_id");
+	return 0;
+}
+
 /* --- the worker side -------------------------------------------------------------------------- */
 
 static void
 job_free(struct eosd_job *j)
 {
+	if (j->in)
+		evbuffer_free(j->in);
 	json_decref(j->body);
 	json_decref(j->call.details);
 	free(j->reply);
@@ -120,8 +217,10 @@ job_run(void *arg)
 	struct eosd_gateway *gw = j->gw;
 	struct eos_error err = { 0 };
 	json_t *out = NULL;
-	int r = j->fn(gw->d, &j->call, &out, &err);
+	int r = job_prepare(j, &err);
 
+	if (r >= 0)
+		r = j->fn(gw->d, &j->call, &out, &err);
 	job_result(j, r, out, &err);
 	json_decref(out);
 	pthread_mutex_lock(&gw->done_lock);
@@ -243,89 +342,7 @@ route(struct evhttp_request *req, const char *path)
 	return op;
 }
 
-static const char *
-field_problem(const char *key, const json_t *v)
-{
-	if (strcmp(key, "request_id") == 0 || strcmp(key, "sandbox_id") == 0)
-		return json_is_string(v) || json_is_null(v) ? NULL : "must be a string";
-	if (strcmp(key, "args") == 0)
-		return json_is_object(v) || json_is_null(v) ? NULL : "must be an object";
-	return "is not a request field (request_id, sandbox_id, args)";
-}
-
-/* The body as a request envelope object; *msg says what is wrong otherwise. */
-static json_t *
-parse_body(struct evhttp_request *req, char *msg, size_t n)
-{
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	size_t len = evbuffer_get_length(in);
-	const char *p = len ? (const char *)evbuffer_pullup(in, -1) : "{}";
-	json_error_t jerr;
-	json_t *body = json_loadb(p, len ? len : 2, JSON_REJECT_DUPLICATES, &jerr);
-	const char *key;
-	json_t *v;
-
-	if (!body || !json_is_object(body)) {
-		snprintf(msg, n, "the body is not a JSON object%s%s", body ? "" : ": ",
-			 body ? "" : jerr.text);
-		json_decref(body);
-		return NULL;
-	}
-	json_object_foreach(body, key, v)
-	{
-		const char *problem = field_problem(key, v);
-
-		if (problem) {
-			snprintf(msg, n, "field '%.64s' %s", key, problem);
-			json_decref(body);
-			return NULL;
-		}
-	}
-	return body;
-}
-
-static const char *
-body_string(json_t *body, const char *key)
-{
-	return json_string_value(json_object_get(body, key));
-}
-
-/* Validate the envelope and the arguments against op, filling j->call; replies on failure. */
-static bool
-check_call(struct evhttp_request *req, struct eosd_job *j)
-{
-	const struct eos_op *op = j->call.op;
-	struct eos_error err = { 0 };
-	json_t *args = json_object_get(j->body, "args");
-	const char *sb = body_string(j->body, "sandbox_id");
-
-	if (!json_is_object(args) &&
-	    (!(args = json_object()) || eos_json_set(j->body, "args", args) < 0)) {
-		send_error(req, EOS_ERRKIND_OUT_OF_MEMORY, "eosd: out of memory");
-		return false;
-	}
-	if (eos_catalog_validate(op, args, &err) < 0) {
-		send_errorf(req, EOS_ERRKIND_INVALID_REQUEST, "%s", err.msg);
-		return false;
-	}
-	if (op->needs_sandbox && (!sb || eos_sandbox_id_check(sb, &err) < 0)) {
-		send_errorf(req, EOS_ERRKIND_INVALID_REQUEST, "%s: argument 'sandbox_id': %s",
-			    op->name, sb ? err.msg : "required");
-		return false;
-	}
-	if (op->needs_sandbox && j->scope.limited && strcmp(sb, j->scope.sandbox) != 0) {
-		send_errorf(req, EOS_ERRKIND_FORBIDDEN,
-			    "this token is limited to sandbox '%s', not '%s'", j->scope.sandbox,
-			    sb);
-		return false;
-	}
-	j->call.args = args;
-	j->call.sandbox_id = op->needs_sandbox ? sb : NULL;
-	j->call.request_id = body_string(j->body, "request_id");
-	return true;
-}
-
-/* Parse, authenticate and check; a job ready to queue, or NULL after replying. */
+/* Authenticate; a job ready to queue (its body moved in), or NULL after replying. */
 static struct eosd_job *
 job_new(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_op *op)
 {
@@ -333,29 +350,30 @@ job_new(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_op
 		evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
 	struct eosd_job *j = calloc(1, sizeof(*j));
 	struct eos_error err = { 0 };
-	char msg[256];
 	int kind = EOS_ERRKIND_UNAUTHORIZED;
 
-	if (!j) {
+	if (!j || !(j->in = evbuffer_new()) ||
+	    evbuffer_add_buffer(j->in, evhttp_request_get_input_buffer(req)) < 0) {
 		send_error(req, EOS_ERRKIND_OUT_OF_MEMORY, "eosd: out of memory");
+		if (j)
+			job_free(j);
 		return NULL;
 	}
-	*j = (struct eosd_job){ .gw = gw, .req = req, .fn = eosd_ops_handler(op) };
+	j->gw = gw;
+	j->req = req;
+	j->fn = eosd_ops_handler(op);
 	j->call = (struct eosd_call){ .op = op, .caller = &j->caller, .kind = -1 };
-	if (eosd_auth_check(gw->d->auth, auth, op, NULL, &j->scope, &kind, &err) < 0)
+	if (eosd_auth_check(gw->d->auth, auth, op, NULL, &j->scope, &kind, &err) < 0) {
 		send_error(req, kind, err.msg);
-	else if (!(j->body = parse_body(req, msg, sizeof(msg))))
-		send_error(req, EOS_ERRKIND_INVALID_REQUEST, msg);
-	else if (check_call(req, j)) {
-		j->caller = (struct eosd_caller){
-			.surface = j->scope.surface,
-			.sandbox = j->scope.limited ? j->scope.sandbox : NULL,
-			.token_id = j->scope.token_id[0] ? j->scope.token_id : NULL,
-		};
-		return j;
+		job_free(j);
+		return NULL;
 	}
-	job_free(j);
-	return NULL;
+	j->caller = (struct eosd_caller){
+		.surface = j->scope.surface,
+		.sandbox = j->scope.limited ? j->scope.sandbox : NULL,
+		.token_id = j->scope.token_id[0] ? j->scope.token_id : NULL,
+	};
+	return j;
 }
 
 static void
