@@ -26,16 +26,31 @@ enum {
 
 /* --- sockets ---------------------------------------------------------------------------------- */
 
-/* Remove an old socket at path (eosd.lock is ours, so nobody serves it); refuse anything else. */
-static int
-unix_clear(const char *path, struct eos_error *err)
+/* Whether something accepts connections on the socket at sa (another eosd's state dir). */
+static bool
+unix_answers(const struct sockaddr_un *sa)
 {
+	cleanup_close int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	return fd >= 0 && connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
+}
+
+/* Remove a stale socket at path; refuse a live one, or anything else. */
+static int
+unix_clear(const struct sockaddr_un *sa, struct eos_error *err)
+{
+	const char *path = sa->sun_path;
 	struct stat sb;
 
 	if (lstat(path, &sb) < 0)
 		return errno == ENOENT ? 0 : eos_error_set(err, eos_neg_errno(), "'%s': %m", path);
 	if (!S_ISSOCK(sb.st_mode))
 		return eos_error_set(err, -EEXIST, "listen 'unix:%s': exists and is not a socket",
+				     path);
+	if (unix_answers(sa))
+		return eos_error_set(err, -EADDRINUSE,
+				     "listen 'unix:%s': another process serves it (an eosd of "
+				     "another state directory?): pass --listen unix:PATH",
 				     path);
 	if (unlink(path) < 0)
 		return eos_error_set(err, eos_neg_errno(), "remove old socket '%s': %m", path);
@@ -54,10 +69,10 @@ unix_listen(const char *path, int *ret_fd, struct eos_error *err)
 		return eos_error_set(err, -ENAMETOOLONG,
 				     "listen 'unix:%s': path too long (%zu max)", path,
 				     sizeof(sa.sun_path) - 1);
-	r = unix_clear(path, err);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	r = unix_clear(&sa, err);
 	if (r < 0)
 		return r;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return eos_error_set(err, eos_neg_errno(), "socket: %m");

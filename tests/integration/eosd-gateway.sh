@@ -130,6 +130,21 @@ second_instance() {
 		"eos-store says eosd owns the store and to use eosctl"
 }
 
+# Start-up refusals of an eosd of another state directory; the running one is untouched.
+refused_listens() {
+	run "$EOSD_BIN" --state-dir "$T/state2" -f
+	expect_rc_match 1 err "another process serves it" \
+		"an eosd of another state dir refuses a socket that a live eosd serves"
+	run "$EOSD_BIN" --state-dir "$T/state2" -f --listen "unix:$T/s2.sock" \
+		--listen tcp:0.0.0.0:0
+	expect_rc_match 1 err "'0.0.0.0' is not a loopback address" \
+		"a TCP address off loopback is refused without --listen-any"
+	check "the refused eosd wrote no eosd.json" not test -e "$T/state2/eosd.json"
+	check "and removed its socket" not test -e "$T/s2.sock"
+	api "$OT" observability/ping '{}'
+	expect_reply 200 "" "" "the running eosd still answers on its socket"
+}
+
 health_ping_version() {
 	code=$(curl -s --unix-socket "$SOCK" -o "$T/.body" -w '%{http_code}' http://eosd/v1/health)
 	body=$(cat "$T/.body")
@@ -323,10 +338,16 @@ offline_changes() {
 }
 
 start_foreground() {
-	"$EOSD_BIN" --state-dir "$ST" -f 2>"$T/eosd.err" &
+	"$EOSD_BIN" --state-dir "$ST" -f --listen tcp:127.0.0.1:0 2>"$T/eosd.err" &
 	PID=$!
 	track_pid "$PID"
 	check "eosd -f becomes ready" wait_ready
+	local tcp
+	tcp=$(json_get 'd["tcp"]' <"$ST/eosd.json")
+	check "eosd.json names the loopback TCP address" grep -qxE '127\.0\.0\.1:[0-9]+' <<<"$tcp"
+	code=$(curl -s --max-time 60 -o "$T/.body" -w '%{http_code}' -H "Authorization: Bearer $OT" \
+		-X POST "http://$tcp/v1/observability/ping" -d '{}')
+	check "ping answers over TCP" test "$code" = 200
 	check "the tokens are kept across the restart" test "$(cat "$ST/tokens/management")" = "$MT"
 	api "$MT" management/list_sandboxes '{}'
 	check "the sandboxes are kept across the restart" \
@@ -374,6 +395,7 @@ stop_foreground() {
 setup_trees
 start_background
 second_instance
+refused_listens
 health_ping_version
 create_list_inspect
 refusals
