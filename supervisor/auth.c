@@ -31,8 +31,9 @@ struct issued {
 struct eosd_auth {
 	char *dir; /* <state>/tokens */
 	struct eos_digest surface[EOS_SURFACE_COUNT];
-	pthread_mutex_t lock;
-	struct issued *issued; /* protected by lock */
+	pthread_mutex_t lock;	   /* the table: held briefly, also by the loop */
+	pthread_mutex_t save_lock; /* serialises issue and revoke across their file write */
+	struct issued *issued;	   /* protected by lock; changed under save_lock too */
 	size_t nissued, cap;
 };
 
@@ -223,9 +224,12 @@ issued_load(struct eosd_auth *a, struct eos_error *err)
 	return 0;
 }
 
-/* Write issued.json: a temporary file, fsync, rename, fsync of the directory. Under a->lock. */
+/*
+ * Write list as issued.json: a temporary file, fsync, rename, fsync of the directory. Under
+ * a->save_lock only, so that the loop's checks never wait for the disk.
+ */
 static int
-issued_save(struct eosd_auth *a, struct eos_error *err)
+issued_save(const struct eosd_auth *a, const struct issued *list, size_t n, struct eos_error *err)
 {
 	EOS_CLEANUP(json_decrefp) json_t *root = json_pack("{s:i, s:[]}", "version", 1, "tokens");
 	cleanup_free char *path = NULL, *tmp = NULL, *text = NULL;
@@ -234,8 +238,8 @@ issued_save(struct eosd_auth *a, struct eos_error *err)
 	if (!root || asprintf(&path, "%s/issued.json", a->dir) < 0 ||
 	    asprintf(&tmp, "%s/.issued.json.tmp", a->dir) < 0)
 		return -ENOMEM;
-	for (size_t i = 0; i < a->nissued; i++)
-		if (eos_json_push(json_object_get(root, "tokens"), issued_json(&a->issued[i])) < 0)
+	for (size_t i = 0; i < n; i++)
+		if (eos_json_push(json_object_get(root, "tokens"), issued_json(&list[i])) < 0)
 			return -ENOMEM;
 	text = json_dumps(root, JSON_INDENT(1));
 	if (!text)
@@ -281,6 +285,7 @@ eosd_auth_open(const char *state_dir, struct eosd_auth **ret, struct eos_error *
 	if (!a)
 		return -ENOMEM;
 	pthread_mutex_init(&a->lock, NULL);
+	pthread_mutex_init(&a->save_lock, NULL);
 	r = tokens_dir(state_dir, &a->dir, err);
 	for (int s = 0; r >= 0 && s < EOS_SURFACE_COUNT; s++) {
 		cleanup_free char *path = NULL;
@@ -303,6 +308,7 @@ eosd_auth_free(struct eosd_auth *a)
 	if (!a)
 		return;
 	pthread_mutex_destroy(&a->lock);
+	pthread_mutex_destroy(&a->save_lock);
 	free(a->issued);
 	free(a->dir);
 	free(a);
@@ -439,6 +445,46 @@ issued_new(enum eos_surface surface, const char *sandbox, int64_t ttl, struct is
 	return eos_sha256(token, strlen(token), &t->digest);
 }
 
+/* A copy of the table with room for one more, and its length. Under save_lock. */
+static struct issued *
+snapshot(struct eosd_auth *a, size_t *ret_n)
+{
+	struct issued *copy;
+
+	pthread_mutex_lock(&a->lock);
+	copy = malloc((a->nissued + 1) * sizeof(*copy));
+	if (copy && a->nissued)
+		memcpy(copy, a->issued, a->nissued * sizeof(*copy));
+	*ret_n = a->nissued;
+	pthread_mutex_unlock(&a->lock);
+	return copy;
+}
+
+/* Save the table plus t, then add t to it. */
+static int
+issued_add(struct eosd_auth *a, const struct issued *t, struct eos_error *err)
+{
+	cleanup_free struct issued *copy = NULL;
+	size_t n;
+	int r;
+
+	pthread_mutex_lock(&a->save_lock);
+	copy = snapshot(a, &n);
+	if (!copy) {
+		pthread_mutex_unlock(&a->save_lock);
+		return -ENOMEM;
+	}
+	copy[n++] = *t;
+	r = issued_save(a, copy, n, err);
+	if (r >= 0) {
+		pthread_mutex_lock(&a->lock);
+		r = issued_push(a, t);
+		pthread_mutex_unlock(&a->lock);
+	}
+	pthread_mutex_unlock(&a->save_lock);
+	return r;
+}
+
 int
 eosd_auth_issue(struct eosd_auth *a, enum eos_surface surface, const char *sandbox,
 		int64_t ttl_seconds, json_t **out, struct eos_error *err)
@@ -453,14 +499,7 @@ eosd_auth_issue(struct eosd_auth *a, enum eos_surface surface, const char *sandb
 	r = issued_new(surface, sandbox, ttl_seconds, &t, token);
 	if (r < 0)
 		return eos_error_set(err, r, "issue_token: make a token: %s", strerror(-r));
-	pthread_mutex_lock(&a->lock);
-	r = issued_push(a, &t);
-	if (r >= 0) {
-		r = issued_save(a, err);
-		if (r < 0)
-			a->nissued--;
-	}
-	pthread_mutex_unlock(&a->lock);
+	r = issued_add(a, &t, err);
 	if (r < 0)
 		return eos_error_prefix(err, r, "issue_token");
 	*out = issued_reply(&t, token);
@@ -468,27 +507,42 @@ eosd_auth_issue(struct eosd_auth *a, enum eos_surface surface, const char *sandb
 	return *out ? 0 : -ENOMEM;
 }
 
+/* Save the table with token_id revoked, then revoke it. -ENOENT when there is no such token. */
+static int
+issued_revoke(struct eosd_auth *a, const char *token_id, struct eos_error *err)
+{
+	cleanup_free struct issued *copy = NULL;
+	size_t n, i;
+	int r = 0;
+
+	pthread_mutex_lock(&a->save_lock);
+	copy = snapshot(a, &n);
+	for (i = 0; copy && i < n && strcmp(copy[i].id, token_id) != 0; i++)
+		;
+	if (!copy)
+		r = -ENOMEM;
+	else if (i == n)
+		r = eos_error_set(err, -ENOENT, "token '%s': no such token", token_id);
+	else if (!copy[i].revoked_at) {
+		copy[i].revoked_at = now_s();
+		r = issued_save(a, copy, n, err);
+	}
+	if (r >= 0) {
+		pthread_mutex_lock(&a->lock);
+		a->issued[i].revoked_at = copy[i].revoked_at; /* i is stable under save_lock */
+		pthread_mutex_unlock(&a->lock);
+	}
+	pthread_mutex_unlock(&a->save_lock);
+	return r;
+}
+
 int
 eosd_auth_revoke(struct eosd_auth *a, const char *token_id, json_t **out, struct eos_error *err)
 {
-	struct issued *t = NULL;
-	int r;
+	int r = issued_revoke(a, token_id, err);
 
-	pthread_mutex_lock(&a->lock);
-	for (size_t i = 0; i < a->nissued; i++)
-		if (strcmp(a->issued[i].id, token_id) == 0)
-			t = &a->issued[i];
-	if (!t) {
-		pthread_mutex_unlock(&a->lock);
-		return eos_error_set(err, -ENOENT, "token '%s': no such token", token_id);
-	}
-	bool was = t->revoked_at != 0;
-	if (!was)
-		t->revoked_at = now_s();
-	r = issued_save(a, err);
-	if (r < 0 && !was)
-		t->revoked_at = 0;
-	pthread_mutex_unlock(&a->lock);
+	if (r == -ENOENT)
+		return r;
 	if (r < 0)
 		return eos_error_prefix(err, r, "revoke_token '%s'", token_id);
 	*out = json_pack("{s:s, s:b}", "token_id", token_id, "revoked", 1);
