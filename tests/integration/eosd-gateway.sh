@@ -99,6 +99,18 @@ setup_trees() {
 
 # --- start-up ---------------------------------------------------------------------------------
 
+command_line() {
+	run "$EOSD_BIN" --version
+	expect_rc_match 0 out "eosd " "eosd --version prints the version"
+	run "$EOSD_BIN" --help
+	expect_rc_match 0 out "usage: eosd" "eosd --help prints the usage"
+	run "$EOSD_BIN" --state-dir "$ST" --colour
+	expect_rc 2 "an unknown option is a usage error"
+	run "$EOSD_BIN" --state-dir "$ST" --listen unix:relative.sock
+	expect_rc_match 2 err "unix:/ABSOLUTE/PATH" "a relative socket path is a usage error"
+	check "a usage error starts nothing" not test -e "$ST/eosd.json"
+}
+
 start_background() {
 	run "$EOSD_BIN" --state-dir "$ST"
 	expect_rc 0 "eosd starts in the background and exits 0 once ready"
@@ -393,6 +405,7 @@ stop_foreground() {
 }
 
 setup_trees
+command_line
 start_background
 second_instance
 refused_listens
