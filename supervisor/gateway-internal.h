@@ -6,6 +6,7 @@
 #include <event2/http.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "supervisor/auth.h"
 #include "supervisor/gateway.h"
@@ -29,6 +30,12 @@ struct eosd_job {
 	struct eosd_job *next;
 };
 
+/* A connection handed to evhttp (gateway.c: the connection cap and the request deadline). */
+struct eosd_conn {
+	struct bufferevent *bev; /* one reference of ours */
+	int64_t reading_since;	 /* CLOCK_MONOTONIC ns since a request's bytes wait; 0: none */
+};
+
 struct eosd_gateway {
 	struct eosd *d;
 	struct event_base *base;
@@ -44,11 +51,13 @@ struct eosd_gateway {
 	pthread_mutex_t done_lock;
 	struct eosd_job *done; /* protected by done_lock */
 	size_t in_flight;      /* queued, reply not yet written nor lost; loop thread only */
-	/* connections: the bufferevents handed to evhttp, one extra reference each */
-	struct bufferevent *conns[EOSD_CONNECTIONS_MAX];
+	struct eosd_conn conns[EOSD_CONNECTIONS_MAX]; /* loop thread only */
 	size_t nconns;
 	bool accepting;
 };
+
+/* gateway.c: a request on bev's connection has been read in full (its deadline is off). */
+void eosd_gateway_conn_read(struct eosd_gateway *gw, struct bufferevent *bev);
 
 /* gateway-request.c */
 void eosd_gateway_request_cb(struct evhttp_request *req, void *arg);

@@ -418,8 +418,11 @@ eosd_gateway_request_cb(struct evhttp_request *req, void *arg)
 	struct eosd_gateway *gw = arg;
 	const char *path = request_path(req);
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	struct evhttp_connection *c = evhttp_request_get_connection(req);
 	const struct eos_op *op;
 
+	if (c)
+		eosd_gateway_conn_read(gw, evhttp_connection_get_bufferevent(c));
 	if (!peer_allowed(req)) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
 		send_error(req, EOS_ERRKIND_FORBIDDEN, "this socket serves eosd's own user only");

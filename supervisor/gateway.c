@@ -2,6 +2,7 @@
 /* supervisor/gateway: sockets, the connection cap, signals and the loop (see gateway.h). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 #include <event2/thread.h>
@@ -15,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #include "supervisor/gateway-internal.h"
@@ -178,22 +180,56 @@ set_accepting(struct eosd_gateway *gw, bool on)
 	gw->accepting = on;
 }
 
+/*
+ * A request still arriving after EOSD_REQUEST_TIMEOUT_S (a client trickling bytes): shut the
+ * socket down, and evhttp drops the connection as it does a client that left. Its clock starts
+ * when the sweep first sees bytes waiting and stops when the whole request has been read.
+ */
+static void
+deadline(struct eosd_conn *c, int64_t now)
+{
+	int fd;
+
+	if (c->reading_since == 0) {
+		if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+			c->reading_since = now;
+		return;
+	}
+	if (now - c->reading_since < (int64_t)EOSD_REQUEST_TIMEOUT_S * 1000000000)
+		return;
+	fd = (int)bufferevent_getfd(c->bev);
+	if (fd >= 0)
+		(void)shutdown(fd, SHUT_RDWR);
+}
+
 static void
 sweep(struct eosd_gateway *gw)
 {
+	int64_t now = eos_mono_ns();
 	size_t kept = 0;
 
 	for (size_t i = 0; i < gw->nconns; i++) {
+		struct eosd_conn *c = &gw->conns[i];
 		bufferevent_data_cb rd = NULL;
 
-		bufferevent_getcb(gw->conns[i], &rd, NULL, NULL, NULL);
-		if (rd)
-			gw->conns[kept++] = gw->conns[i];
-		else
-			bufferevent_decref(gw->conns[i]);
+		bufferevent_getcb(c->bev, &rd, NULL, NULL, NULL);
+		if (!rd) {
+			bufferevent_decref(c->bev);
+			continue;
+		}
+		deadline(c, now);
+		gw->conns[kept++] = *c;
 	}
 	gw->nconns = kept;
 	set_accepting(gw, gw->nconns < EOSD_CONNECTIONS_MAX);
+}
+
+void
+eosd_gateway_conn_read(struct eosd_gateway *gw, struct bufferevent *bev)
+{
+	for (size_t i = 0; i < gw->nconns; i++)
+		if (gw->conns[i].bev == bev)
+			gw->conns[i].reading_since = 0;
 }
 
 static void
@@ -214,7 +250,7 @@ new_conn_cb(struct event_base *base, void *arg)
 	if (!bev || gw->nconns >= EOSD_CONNECTIONS_MAX)
 		return bev; /* accepted before the listeners stopped: served, not counted */
 	bufferevent_incref(bev);
-	gw->conns[gw->nconns++] = bev;
+	gw->conns[gw->nconns++] = (struct eosd_conn){ .bev = bev };
 	set_accepting(gw, gw->nconns < EOSD_CONNECTIONS_MAX);
 	return bev;
 }
@@ -358,7 +394,7 @@ eosd_gateway_free(struct eosd_gateway *gw)
 	if (gw->http)
 		evhttp_free(gw->http);
 	for (size_t i = 0; i < gw->nconns; i++)
-		bufferevent_decref(gw->conns[i]);
+		bufferevent_decref(gw->conns[i].bev);
 	event_freep(&gw->done_ev);
 	event_freep(&gw->sig_term);
 	event_freep(&gw->sig_int);

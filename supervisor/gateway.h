@@ -8,8 +8,9 @@
  * loop thread. GET /v1/health answers without a token.
  *
  * Limits (doc/eosd.md): EOSD_BODY_MAX bytes of body, EOSD_HEADERS_MAX of headers,
- * EOSD_IDLE_TIMEOUT_S without progress on a connection, EOSD_CONNECTIONS_MAX open connections
- * (beyond them nothing more is accepted until one closes).
+ * EOSD_IDLE_TIMEOUT_S without progress on a connection, EOSD_REQUEST_TIMEOUT_S to send a whole
+ * request, EOSD_CONNECTIONS_MAX open connections (beyond them nothing more is accepted until one
+ * closes).
  *
  * Calling sequence: eosd_gateway_new() (binds; the store, auth and sessions are ready) →
  * eosd_gateway_run() (the loop, until SIGTERM or SIGINT and the in-flight requests are done, at
@@ -31,6 +32,7 @@ enum {
 	EOSD_BODY_SLACK = 1 << 20,
 	EOSD_HEADERS_MAX = 64 << 10,
 	EOSD_IDLE_TIMEOUT_S = 30,
+	EOSD_REQUEST_TIMEOUT_S = 60, /* from a request's first byte to its last */
 	EOSD_CONNECTIONS_MAX = 256,
 	EOSD_DRAIN_S = 30,
 };
