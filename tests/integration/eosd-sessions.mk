@@ -1,1 +1,12 @@
-# eosd-sessions integration tests: included by tests/local.mk.
+# eosd-sessions tests: included by tests/local.mk. The unit tests call the session and file
+# handlers directly over a real store and real FUSE mounts (supervisor/session.h).
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/test-eosd-session
+
+EOSD_SESSION_TEST_SOURCES = tests/unit/test-eosd-session-util.c \
+	tests/unit/test-eosd-session-util.h
+tests_unit_test_eosd_session_SOURCES = tests/unit/test-eosd-session.c \
+	$(EOSD_SESSION_TEST_SOURCES)
+tests_unit_test_eosd_session_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_eosd_session_LDADD = $(EOSD_LIBS) $(TEST_LDADD)
+endif

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers of the unit tests of eosd's sessions (test-eosd-session-util.h). */
+#include "tests/unit/test-eosd-session-util.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+
+#include "tests/unit/testutil.h"
+
+struct handler {
+	const char *name;
+	eosd_handler_fn fn;
+};
+
+static const struct handler handlers[] = {
+	{ "create_workspace_session", eosd_op_create_workspace_session },
+	{ "list_workspace_sessions", eosd_op_list_workspace_sessions },
+	{ "inspect_workspace_session", eosd_op_inspect_workspace_session },
+	{ "publish_workspace_session", eosd_op_publish_workspace_session },
+	{ "destroy_workspace_session", eosd_op_destroy_workspace_session },
+	{ "mount_workspace_session", eosd_op_mount_workspace_session },
+	{ "unmount_workspace_session", eosd_op_unmount_workspace_session },
+	{ "fork_workspace_session", eosd_op_fork_workspace_session },
+	{ "file_read", eosd_op_file_read },
+	{ "file_write", eosd_op_file_write },
+	{ "file_edit", eosd_op_file_edit },
+	{ "file_list", eosd_op_file_list },
+	{ "file_blame", eosd_op_file_blame },
+};
+
+static int last_kind = -1;
+static json_t *last_details;
+
+static void
+open_store(struct es_fixture *f)
+{
+	struct eos_store_options o = { .create = true };
+	struct eos_error err = { 0 };
+
+	ck_assert_msg(eos_store_open(f->d.store_dir, &o, &f->d.store, &err) == 0, "%s", err.msg);
+	ck_assert_msg(eosd_sessions_start(&f->d, &err) == 0, "%s", err.msg);
+}
+
+void
+es_open(struct es_fixture *f)
+{
+	struct eos_import_options io = { .sandbox = "sb" };
+	struct eos_import_result res = { 0 };
+	struct eos_error err = { 0 };
+	cleanup_free char *p = NULL;
+
+	*f = (struct es_fixture){ 0 };
+	f->dir = eos_test_tmpdir("eosd-session");
+	ck_assert(asprintf(&f->src, "%s/src", f->dir) > 0);
+	ck_assert(asprintf(&f->d.state_dir, "%s/state", f->dir) > 0);
+	ck_assert(asprintf(&f->d.store_dir, "%s/state/store", f->dir) > 0);
+	ck_assert(asprintf(&f->d.runtime_dir, "%s/run", f->dir) > 0);
+	ck_assert_int_eq(mkdir(f->d.state_dir, 0700), 0);
+	ck_assert_int_eq(mkdir(f->d.runtime_dir, 0700), 0);
+	ck_assert(asprintf(&p, "%s/a.txt", f->src) > 0);
+	eos_test_write_file(p, "one\ntwo\nthree\n", 14, 0644);
+	free(p);
+	ck_assert(asprintf(&p, "%s/dir/b.txt", f->src) > 0);
+	eos_test_write_file(p, "bee\n", 4, 0644);
+	open_store(f);
+	ck_assert_msg(eos_store_import(f->d.store, f->src, &io, &res, &err) == 0, "%s", err.msg);
+	eos_import_result_release(&res);
+	snprintf(f->sandbox, sizeof(f->sandbox), "sb");
+}
+
+void
+es_close(struct es_fixture *f, bool keep)
+{
+	eosd_sessions_stop(&f->d);
+	eos_store_close(f->d.store);
+	f->d.store = NULL;
+	if (keep)
+		return;
+	eos_test_rm_rf(f->dir);
+	free(f->dir);
+	free(f->src);
+	free(f->d.state_dir);
+	free(f->d.store_dir);
+	free(f->d.runtime_dir);
+	json_decref(last_details);
+	last_details = NULL;
+}
+
+void
+es_reopen(struct es_fixture *f)
+{
+	open_store(f);
+}
+
+static eosd_handler_fn
+handler_of(const char *name)
+{
+	for (size_t i = 0; i < EOS_ARRAY_SIZE(handlers); i++)
+		if (!strcmp(handlers[i].name, name))
+			return handlers[i].fn;
+	ck_abort_msg("no handler '%s'", name);
+	return NULL;
+}
+
+int
+es_call(struct es_fixture *f, const char *name, const char *rid, const char *args, json_t **out,
+	struct eos_error *err)
+{
+	const struct eos_op *op = eos_catalog_find(name);
+	struct eosd_caller caller = { .surface = EOS_SURFACE_RUNTIME };
+	json_t *a = json_loads(args ? args : "{}", 0, NULL), *o = NULL;
+	struct eosd_call c = {
+		.op = op, .request_id = rid, .args = a, .caller = &caller, .kind = -1
+	};
+	int r;
+
+	ck_assert_ptr_nonnull(op);
+	ck_assert_msg(a, "bad JSON '%s'", args);
+	c.sandbox_id = op->needs_sandbox ? f->sandbox : NULL;
+	r = eos_catalog_validate(op, a, err);
+	if (r == 0)
+		r = handler_of(name)(&f->d, &c, &o, err);
+	json_decref(a);
+	json_decref(last_details);
+	last_kind = c.kind;
+	last_details = c.details;
+	if (out)
+		*out = o;
+	else
+		json_decref(o);
+	return r;
+}
+
+json_t *
+es_ok(struct es_fixture *f, const char *name, const char *rid, const char *args)
+{
+	struct eos_error err = { 0 };
+	json_t *out = NULL;
+	int r = es_call(f, name, rid, args, &out, &err);
+
+	ck_assert_msg(r == 0, "%s %s: %d %s", name, args, r, err.msg);
+	ck_assert_ptr_nonnull(out);
+	return out;
+}
+
+void
+es_fails(struct es_fixture *f, const char *name, const char *args, int code, const char *want)
+{
+	struct eos_error err = { 0 };
+	int r = es_call(f, name, NULL, args, NULL, &err);
+
+	ck_assert_msg(r == code, "%s %s: got %d (%s), want %d", name, args, r, err.msg, code);
+	ck_assert_msg(strstr(err.msg, want), "%s %s: '%s' lacks '%s'", name, args, err.msg, want);
+}
+
+int
+es_last_kind(void)
+{
+	return last_kind;
+}
+
+json_t *
+es_last_details(void)
+{
+	return last_details;
+}
+
+char *
+es_slurp(const char *path)
+{
+	cleanup_fclose FILE *fp = fopen(path, "re");
+	char *buf = NULL;
+	size_t n;
+
+	if (!fp)
+		return NULL;
+	buf = calloc(1, 1 << 20);
+	ck_assert_ptr_nonnull(buf);
+	n = fread(buf, 1, (1 << 20) - 1, fp);
+	buf[n] = 0;
+	return buf;
+}
+
+char *
+es_mpath(struct es_fixture *f, const char *name, const char *rel)
+{
+	char *p = NULL;
+
+	ck_assert(asprintf(&p, "%s/sessions/sb/%s/%s", f->d.runtime_dir, name, rel) > 0);
+	return p;
+}
