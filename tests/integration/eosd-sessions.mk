@@ -2,6 +2,9 @@
 # handlers directly over a real store and real FUSE mounts (supervisor/session.h).
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test-eosd-session
+# Built but not run until eos_view_publish_live() and eos_view_fork() land (fs/publish-live.c):
+# then it joins UNIT_TESTS.
+check_PROGRAMS += tests/unit/test-eosd-session-publish
 
 EOSD_SESSION_TEST_SOURCES = tests/unit/test-eosd-session-util.c \
 	tests/unit/test-eosd-session-util.h
@@ -9,4 +12,8 @@ tests_unit_test_eosd_session_SOURCES = tests/unit/test-eosd-session.c \
 	$(EOSD_SESSION_TEST_SOURCES)
 tests_unit_test_eosd_session_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_eosd_session_LDADD = $(EOSD_LIBS) $(TEST_LDADD)
+tests_unit_test_eosd_session_publish_SOURCES = tests/unit/test-eosd-session-publish.c \
+	$(EOSD_SESSION_TEST_SOURCES)
+tests_unit_test_eosd_session_publish_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_eosd_session_publish_LDADD = $(EOSD_LIBS) $(TEST_LDADD)
 endif
