@@ -38,7 +38,7 @@ path_error(const char *path, int r, struct eos_error *err)
 	switch (r) {
 	case -EXDEV:
 	case -ELOOP:
-		return eos_error_set(err, -EXDEV,
+		return eos_error_set(err, -EINVAL,
 				     "path '%s': leads out of the sandbox (a symlink pointing "
 				     "outside it)",
 				     path);

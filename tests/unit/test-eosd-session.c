@@ -189,16 +189,24 @@ END_TEST
 START_TEST(path_refusals)
 {
 	cleanup_free char *link = NULL;
+	json_t *o;
 
 	create("w1");
 	link = es_mpath(&fx, "w1", "out");
 	ck_assert_int_eq(symlink("/etc", link), 0);
+	free(link);
+	link = es_mpath(&fx, "w1", "in");
+	ck_assert_int_eq(symlink("dir", link), 0); /* a symlink inside the tree is followed */
+	o = es_ok(&fx, "file_read", NULL,
+		  "{\"workspace_session_id\":\"w1\",\"path\":\"in/b.txt\"}");
+	ck_assert_str_eq(str(o, "content"), "bee\n");
+	json_decref(o);
 	es_fails(&fx, "file_read", "{\"workspace_session_id\":\"w1\",\"path\":\"out/passwd\"}",
-		 -EXDEV, "path 'out/passwd': leads out of the sandbox");
+		 -EINVAL, "path 'out/passwd': leads out of the sandbox");
 	es_fails(&fx, "file_write",
-		 "{\"workspace_session_id\":\"w1\",\"path\":\"out/x\",\"content\":\"\"}", -EXDEV,
+		 "{\"workspace_session_id\":\"w1\",\"path\":\"out/x\",\"content\":\"\"}", -EINVAL,
 		 "path 'out/x'");
-	es_fails(&fx, "file_list", "{\"workspace_session_id\":\"w1\",\"path\":\"out\"}", -EXDEV,
+	es_fails(&fx, "file_list", "{\"workspace_session_id\":\"w1\",\"path\":\"out\"}", -EINVAL,
 		 "path 'out'");
 	es_fails(&fx, "file_read", "{\"workspace_session_id\":\"w1\",\"path\":\"../x\"}", -EINVAL,
 		 "path");
@@ -323,6 +331,15 @@ START_TEST(second_mount)
 	o = es_ok(&fx, "file_read", NULL,
 		  "{\"workspace_session_id\":\"w1\",\"path\":\"written-here\"}");
 	ck_assert_str_eq(str(o, "content"), "w\n");
+	json_decref(o);
+	/* a file eosd's own mount has cached, changed through the other mount */
+	json_decref(es_ok(&fx, "file_read", NULL,
+			  "{\"workspace_session_id\":\"w1\",\"path\":\"a.txt\"}"));
+	free(p);
+	ck_assert(asprintf(&p, "%s/a.txt", dir) > 0);
+	eos_test_write_file(p, "ONE\ntwo\nthree\n", 14, 0644);
+	o = es_ok(&fx, "file_read", NULL, "{\"workspace_session_id\":\"w1\",\"path\":\"a.txt\"}");
+	ck_assert_str_eq(str(o, "content"), "ONE\ntwo\nthree\n");
 	json_decref(o);
 	o = es_ok(&fx, "unmount_workspace_session", NULL, "{\"workspace_session_id\":\"w1\"}");
 	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(o, "unmounted"), 0)),
