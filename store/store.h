@@ -509,6 +509,15 @@ int eos_store_session_list(struct eos_store *st, const char *sandbox, struct eos
 /* Delete the session: its records and lease (one synced batch), then its data directory. */
 int eos_store_session_remove(struct eos_store *st, const char *sandbox, const char *name,
 			     struct eos_error *err);
+/*
+ * Create session name as a copy of session from: the same version (leased anew) and every delta
+ * record of from, in one synced batch with the new session's record and lease, so that a crash
+ * leaves either no session or the whole copy. -EEXIST when name exists, -ENOENT when from does
+ * not. Data files are the caller's: copy them into name's data directory first. The caller
+ * keeps from's records still meanwhile. ret may be NULL.
+ */
+int eos_store_session_copy(struct eos_store *st, const char *sandbox, const char *from,
+			   const char *name, struct eos_session_info *ret, struct eos_error *err);
 /* Path of the session's data directory (created with mode 0700 when missing). Caller owns. */
 int eos_store_session_dir(struct eos_store *st, const char *sandbox, const char *name, char **ret,
 			  struct eos_error *err);
