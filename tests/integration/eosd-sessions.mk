@@ -1,10 +1,7 @@
 # eosd-sessions tests: included by tests/local.mk. The unit tests call the session and file
 # handlers directly over a real store and real FUSE mounts (supervisor/session.h).
 if HAVE_CHECK
-UNIT_TESTS += tests/unit/test-eosd-session
-# Built but not run until eos_view_publish_live() and eos_view_fork() land (fs/publish-live.c):
-# then it joins UNIT_TESTS.
-check_PROGRAMS += tests/unit/test-eosd-session-publish
+UNIT_TESTS += tests/unit/test-eosd-session tests/unit/test-eosd-session-publish
 
 EOSD_SESSION_TEST_SOURCES = tests/unit/test-eosd-session-util.c \
 	tests/unit/test-eosd-session-util.h
