@@ -14,3 +14,7 @@ tests_unit_test_eosd_session_publish_SOURCES = tests/unit/test-eosd-session-publ
 tests_unit_test_eosd_session_publish_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_eosd_session_publish_LDADD = $(EOSD_LIBS) $(TEST_LDADD)
 endif
+
+# Sessions and file operations through a real eosd, over its socket with curl.
+TESTS += tests/integration/eosd-sessions.sh
+EXTRA_DIST += tests/integration/eosd-sessions.sh
