@@ -87,8 +87,9 @@ int eosd_mount_start(struct eosd *d, struct eosd_session *s, size_t i, const cha
 		     struct eos_error *err);
 /* Unmount slot i (when still mounted), join its thread and clear it. */
 void eosd_mount_stop(struct eosd_mount *m);
-/* Join and clear mounts whose serving ended (unmounted from outside). Gate held. */
-void eosd_session_reap(struct eosd_session *s);
+/* Join and clear mounts whose serving ended (unmounted from outside), and forget them in the
+ * .mounts list. Gate held. */
+void eosd_session_reap(struct eosd *d, struct eosd_session *s);
 /* Make sure the runtime mount (slot 0) is served, mounting it again when it was unmounted. */
 int eosd_session_runtime_mount(struct eosd *d, struct eosd_session *s, struct eos_error *err);
 /* Rewrite <runtime>/sessions/<sandbox>/<name>.mounts: the paths of slots 1.. (restored at

@@ -79,11 +79,17 @@ eosd_mount_stop(struct eosd_mount *m)
 }
 
 void
-eosd_session_reap(struct eosd_session *s)
+eosd_session_reap(struct eosd *d, struct eosd_session *s)
 {
+	bool extra = false;
+
 	for (size_t i = 0; i < EOSD_SESSION_MOUNTS; i++)
-		if (s->mounts[i].path && atomic_load(&s->mounts[i].finished))
+		if (s->mounts[i].path && atomic_load(&s->mounts[i].finished)) {
 			eosd_mount_stop(&s->mounts[i]);
+			extra |= i > 0;
+		}
+	if (extra) /* fusermount3 -u of a mount_workspace_session directory: not restored */
+		eosd_session_save_mounts(d, s);
 }
 
 int
@@ -98,7 +104,7 @@ eosd_session_runtime_mount(struct eosd *d, struct eosd_session *s, struct eos_er
 	cleanup_free char *path = NULL;
 	int r;
 
-	eosd_session_reap(s);
+	eosd_session_reap(d, s);
 	if (s->mounts[0].path)
 		return 0;
 	if (!s->view)

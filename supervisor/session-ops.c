@@ -111,11 +111,11 @@ state_of(const struct eosd_session *s)
 }
 
 static json_t *
-row_of(struct eosd_session *s)
+row_of(struct eosd *d, struct eosd_session *s)
 {
 	json_t *row;
 
-	eosd_session_reap(s);
+	eosd_session_reap(d, s);
 	row = json_pack("{s:s,s:s,s:s,s:s?,s:o,s:o}", "workspace_session_id", s->name, "sandbox_id",
 			s->sandbox, "state", state_of(s), "mount_path", s->mounts[0].path, "mounts",
 			mounts_json(s), "created", eosd_json_time(s->created_ns));
@@ -150,7 +150,7 @@ eosd_op_list_workspace_sessions(struct eosd *d, struct eosd_call *c, json_t **ou
 
 		if (eosd_session_get(d, c->sandbox_id, v[i].name, &s, NULL) < 0)
 			continue; /* destroyed meanwhile */
-		r = eos_json_push(rows, row_of(s));
+		r = eos_json_push(rows, row_of(d, s));
 		eosd_session_put(d, s);
 	}
 	if (r == -ENOMEM || (r == 0 && !(*out = json_pack("{s:s,s:O}", "sandbox_id", c->sandbox_id,
@@ -186,7 +186,7 @@ eosd_op_inspect_workspace_session(struct eosd *d, struct eosd_call *c, json_t **
 
 	if (r == 0 && s->view)
 		r = eos_view_delta(s->view, count_change, &n, err);
-	if (r == 0 && !(*out = row_of(s)))
+	if (r == 0 && !(*out = row_of(d, s)))
 		r = eos_error_set(err, -ENOMEM, "out of memory");
 	if (r == 0 && s->view)
 		eos_json_set(*out, "delta",
@@ -240,7 +240,7 @@ mount_at(struct eosd *d, struct eosd_session *s, const char *path, struct eos_er
 	size_t slot;
 	int r = eosd_session_runtime_mount(d, s, err);
 
-	eosd_session_reap(s);
+	eosd_session_reap(d, s);
 	r = r ?: free_slot(s, path, &slot, err);
 	if (r == 0 && (r = eos_view_mountpoint_check(path, err)) < 0)
 		return eos_error_prefix(err, r, "argument 'path'");

@@ -100,7 +100,7 @@ publish_locked(struct eosd *d, struct eosd_call *c, struct eosd_session *s, json
 				     s->error ? s->error : "no view");
 	if (c->request_id)
 		snprintf(owner, sizeof(owner), "operation:%s", c->request_id);
-	eosd_session_reap(s);
+	eosd_session_reap(d, s);
 	r = eos_view_publish_live(s->view, s->mounts[0].m, c->request_id ? owner : NULL, &res, err);
 	if (r == 0 && res.status == EOS_PUBLISH_REJECTED)
 		r = rejected(c, &res, err);

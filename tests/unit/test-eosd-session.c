@@ -408,6 +408,40 @@ START_TEST(restart_serves_every_session)
 }
 END_TEST
 
+/* fusermount3 -u of an extra mount: eosd notices, and a restart does not mount it again */
+START_TEST(outside_unmount)
+{
+	cleanup_free char *dir = NULL, *p = NULL, *cmd = NULL, *list = NULL;
+	json_t *o;
+
+	create("w1");
+	ck_assert(asprintf(&dir, "%s/mnt", fx.dir) > 0);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	ck_assert(asprintf(&p, "{\"workspace_session_id\":\"w1\",\"path\":\"%s\"}", dir) > 0);
+	json_decref(es_ok(&fx, "mount_workspace_session", NULL, p));
+	ck_assert(asprintf(&list, "%s/sessions/sb/w1.mounts", fx.d.runtime_dir) > 0);
+	ck_assert_int_eq(access(list, F_OK), 0);
+	ck_assert(asprintf(&cmd, "fusermount3 -u '%s'", dir) > 0);
+	ck_assert_int_eq(system(cmd), 0);
+	for (int i = 0; i < 600; i++) { /* the serving thread sees the unmount */
+		o = es_ok(&fx, "inspect_workspace_session", NULL,
+			  "{\"workspace_session_id\":\"w1\"}");
+		if (json_array_size(json_object_get(o, "mounts")) == 0) {
+			json_decref(o);
+			break;
+		}
+		json_decref(o);
+		usleep(50000);
+	}
+	ck_assert_int_eq(access(list, F_OK), -1);
+	es_close(&fx, true);
+	es_reopen(&fx);
+	o = es_ok(&fx, "inspect_workspace_session", NULL, "{\"workspace_session_id\":\"w1\"}");
+	ck_assert_uint_eq(json_array_size(json_object_get(o, "mounts")), 0);
+	json_decref(o);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -424,6 +458,7 @@ suite(void)
 	tcase_add_test(tc, head_write_blame);
 	tcase_add_test(tc, write_attribution);
 	tcase_add_test(tc, second_mount);
+	tcase_add_test(tc, outside_unmount);
 	tcase_add_test(tc, sixteen_sessions);
 	tcase_add_test(tc, restart_serves_every_session);
 	suite_add_tcase(s, tc);
