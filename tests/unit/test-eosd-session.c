@@ -6,6 +6,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -442,6 +443,93 @@ START_TEST(outside_unmount)
 }
 END_TEST
 
+START_TEST(destroy_all_of_sandbox)
+{
+	struct eos_session_info *v = NULL;
+	struct eos_error err = { 0 };
+	size_t n = 9;
+
+	create("w1");
+	create("w2");
+	ck_assert_uint_eq(eosd_sessions_count(&fx.d, "sb"), 2);
+	ck_assert_uint_eq(eosd_sessions_count(&fx.d, "other"), 0);
+	ck_assert_msg(eosd_sessions_destroy_all(&fx.d, "sb", &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(eosd_sessions_count(&fx.d, "sb"), 0);
+	ck_assert_int_eq(eos_store_session_list(fx.d.store, "sb", &v, &n, NULL), 0);
+	ck_assert_uint_eq(n, 0);
+	free(v);
+}
+END_TEST
+
+struct writer {
+	int session, thread;
+};
+
+/* Writes of many requests at once, in several sessions: each keeps its own operation. */
+static void *
+write_many(void *arg)
+{
+	const struct writer *w = arg;
+	char args[256], rid[32];
+
+	for (int i = 0; i < 10; i++) {
+		snprintf(rid, sizeof(rid), "op-%d-%d-%d", w->session, w->thread, i);
+		snprintf(
+			args, sizeof(args),
+			"{\"workspace_session_id\":\"c%d\",\"path\":\"t%d/f%d\",\"content\":\"%s\"}",
+			w->session, w->thread, i, rid);
+		json_decref(es_ok(&fx, "file_write", rid, args));
+	}
+	return NULL;
+}
+
+static int
+owner_matches(void *ctx, const struct eos_delta_entry *e)
+{
+	cleanup_free char *want = NULL;
+	const char *name = strrchr(e->path, '/');
+	int *n = ctx, s, t, i;
+
+	if (e->nranges == 0 || !name || sscanf(e->path, "t%d/f%d", &t, &i) != 2)
+		return 0;
+	ck_assert_int_eq(sscanf(e->ranges[0].owner, "operation:op-%d-%d-%d", &s, &t, &i), 3);
+	ck_assert(asprintf(&want, "t%d/f%d", t, i) > 0);
+	ck_assert_str_eq(e->path, want);
+	(*n)++;
+	return 0;
+}
+
+START_TEST(concurrent_writes_keep_their_owners)
+{
+	struct writer w[8];
+	pthread_t t[8];
+
+	for (int i = 0; i < 4; i++) {
+		char id[8];
+
+		snprintf(id, sizeof(id), "c%d", i);
+		create(id);
+	}
+	for (int i = 0; i < 8; i++) {
+		w[i] = (struct writer){ .session = i % 4, .thread = i };
+		ck_assert_int_eq(pthread_create(&t[i], NULL, write_many, &w[i]), 0);
+	}
+	for (int i = 0; i < 8; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 4; i++) {
+		struct eosd_session *s = NULL;
+		char id[8];
+		int n = 0;
+
+		snprintf(id, sizeof(id), "c%d", i);
+		ck_assert_int_eq(eosd_session_get(&fx.d, "sb", id, &s, NULL), 0);
+		ck_assert_int_eq(eos_view_delta(s->view, owner_matches, &n, NULL), 0);
+		eosd_session_put(&fx.d, s);
+		ck_assert_int_eq(n, 20);
+	}
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -459,6 +547,8 @@ suite(void)
 	tcase_add_test(tc, write_attribution);
 	tcase_add_test(tc, second_mount);
 	tcase_add_test(tc, outside_unmount);
+	tcase_add_test(tc, destroy_all_of_sandbox);
+	tcase_add_test(tc, concurrent_writes_keep_their_owners);
 	tcase_add_test(tc, sixteen_sessions);
 	tcase_add_test(tc, restart_serves_every_session);
 	suite_add_tcase(s, tc);
