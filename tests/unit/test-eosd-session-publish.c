@@ -202,6 +202,7 @@ suite(void)
 	TCase *tc = tcase_create("publish");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_unchecked_fixture(tc, NULL, es_cleanup_leftovers);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, publish_live_session);
 	tcase_add_test(tc, publish_rejected_keeps_session);
@@ -214,5 +215,6 @@ suite(void)
 int
 main(void)
 {
+	es_init();
 	return eos_test_run(suite());
 }

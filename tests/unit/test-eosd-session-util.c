@@ -5,10 +5,13 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -37,6 +40,7 @@ static const struct handler handlers[] = {
 };
 
 static int last_kind = -1;
+static pid_t runner; /* the process running the suite (each test forks from it) */
 static json_t *last_details;
 
 static void
@@ -57,8 +61,11 @@ es_open(struct es_fixture *f)
 	struct eos_error err = { 0 };
 	cleanup_free char *p = NULL;
 
+	char tag[64];
+
 	*f = (struct es_fixture){ 0 };
-	f->dir = eos_test_tmpdir("eosd-session");
+	snprintf(tag, sizeof(tag), "eosd-session-%d", (int)(runner ? runner : getpid()));
+	f->dir = eos_test_tmpdir(tag);
 	ck_assert(asprintf(&f->src, "%s/src", f->dir) > 0);
 	ck_assert(asprintf(&f->d.state_dir, "%s/state", f->dir) > 0);
 	ck_assert(asprintf(&f->d.store_dir, "%s/state/store", f->dir) > 0);
@@ -196,4 +203,51 @@ es_mpath(struct es_fixture *f, const char *name, const char *rel)
 
 	ck_assert(asprintf(&p, "%s/sessions/sb/%s/%s", f->d.runtime_dir, name, rel) > 0);
 	return p;
+}
+
+void
+es_init(void)
+{
+	runner = getpid();
+}
+
+static void
+detach(const char *path)
+{
+	char *argv[] = { (char *)"fusermount3", (char *)"-u", (char *)"-z",
+			 (char *)"-q",		(char *)path, NULL };
+	pid_t pid;
+
+	if (geteuid() == 0 && umount2(path, MNT_DETACH) == 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+void
+es_cleanup_leftovers(void)
+{
+	cleanup_fclose FILE *m = fopen("/proc/self/mounts", "re");
+	cleanup_free char *pat = NULL, *line = NULL;
+	const char *base = getenv("TMPDIR");
+	char dev[4096], mnt[4096];
+	size_t cap = 0;
+	glob_t g;
+
+	ck_assert(asprintf(&pat, "/eos-test-eosd-session-%d-", (int)runner) > 0);
+	while (m && getline(&line, &cap, m) > 0)
+		if (sscanf(line, "%4095s %4095s", dev, mnt) == 2 && strstr(mnt, pat))
+			detach(mnt);
+	free(pat);
+	ck_assert(asprintf(&pat, "%s/eos-test-eosd-session-%d-*", base && *base ? base : "/tmp",
+			   (int)runner) > 0);
+	if (glob(pat, 0, NULL, &g) == 0)
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			eos_test_rm_rf(g.gl_pathv[i]);
+	globfree(&g);
 }

@@ -18,6 +18,14 @@ struct es_fixture {
 	char sandbox[EOS_SANDBOX_ID_MAX + 1];
 };
 
+/* Call in main() before running the suite. */
+void es_init(void);
+/*
+ * An unchecked teardown (in the runner, after each test): detach the mounts and remove the
+ * directories a failed test left behind (a failing check exits the test's process at once).
+ */
+void es_cleanup_leftovers(void);
+
 /* Store in <tmp>/store with sandbox "sb" imported from a small tree, runtime in <tmp>/run;
  * eosd_sessions_start() called. */
 void es_open(struct es_fixture *f);

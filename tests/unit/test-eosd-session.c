@@ -537,6 +537,7 @@ suite(void)
 	TCase *tc = tcase_create("sessions");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_unchecked_fixture(tc, NULL, es_cleanup_leftovers);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, create_list_inspect_destroy);
 	tcase_add_test(tc, create_refusals);
@@ -558,5 +559,6 @@ suite(void)
 int
 main(void)
 {
+	es_init();
 	return eos_test_run(suite());
 }
