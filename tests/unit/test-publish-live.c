@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/failpoint.h"
 
 #include "fs/view-internal.h"
 #include "fs/view.h"
@@ -480,6 +481,142 @@ START_TEST(test_namespace_after_reset)
 }
 END_TEST
 
+/* --- kill -9 during a live publish ------------------------------------------------------------ */
+
+/* Where the child is killed, and whether the publish is in the store by then. */
+static const struct {
+	const char *failpoint;
+	bool published;
+} CRASHES[] = {
+	{ "publish_live.prepared", false }, { "publish.before_write", false },
+	{ "commit.before_write", false },   { "publish_live.committed", true },
+	{ "publish_live.reset", true },
+};
+
+/* The child (this binary re-executed, EOS_FAILPOINTS set): mount, change, publish, be killed.
+ * Check's assertions do not work outside a test: failures are reported on stderr. */
+static int
+crash_fail(const char *what, const struct eos_error *err, int r)
+{
+	fprintf(stderr, "crash child: %s: %s\n", what,
+		err ? eos_error_message(err, r) : strerror(errno));
+	return 2;
+}
+
+static int
+crash_child(const char *dir, const char *mnt)
+{
+	struct eos_view_options o = { .sandbox = SBX, .session = "s1", .create = true };
+	struct eos_publish_result res;
+	struct eos_error err = { 0 };
+	char path[4096];
+	int fd, r;
+
+	if ((r = eos_store_open(dir, NULL, &st, &err)) < 0)
+		return crash_fail("open the store", &err, r);
+	o.store = st;
+	if ((r = eos_view_open(&o, &lv.v, &err)) < 0 ||
+	    (r = eos_view_mount(lv.v, mnt, NULL, &lv.m, &err)) < 0)
+		return crash_fail("mount", &err, r);
+	if (pthread_create(&lv.server, NULL, serve_main, lv.m) != 0)
+		return crash_fail("serve", NULL, 0);
+	snprintf(path, sizeof(path), "%s/a.txt", mnt);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || pwrite(fd, "CRASH", 5, 0) != 5)
+		return crash_fail("write a.txt", NULL, 0);
+	snprintf(path, sizeof(path), "%s/new.txt", mnt);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, "new\n", 4) != 4)
+		return crash_fail("write new.txt", NULL, 0);
+	r = eos_view_publish_live(lv.v, lv.m, NULL, &res, &err);
+	return r < 0 ? crash_fail("publish", &err, r) : 3; /* not killed */
+}
+
+static void
+unmount_dead(const char *mnt)
+{
+	cleanup_free char *cmd = NULL;
+
+	if (umount2(mnt, MNT_DETACH) == 0)
+		return;
+	ck_assert_int_ge(asprintf(&cmd, "fusermount3 -uz '%s'", mnt), 0);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void
+run_crash_child(const char *failpoint, const char *mnt)
+{
+	cleanup_free char *env = NULL;
+	int status;
+	pid_t pid;
+
+	ck_assert_int_ge(asprintf(&env, "%s=kill", failpoint), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("EOS_FAILPOINTS", env, 1);
+		execl("/proc/self/exe", "test-publish-live", "crash-child", store_dir, mnt, NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	unmount_dead(mnt);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		      "'%s': the child ended with status %d instead of being killed", failpoint,
+		      status);
+}
+
+static void
+fsck_one(void *ctx, const char *kind, const char *message)
+{
+	(void)ctx;
+	fprintf(stderr, "fsck: %s: %s\n", kind, message);
+}
+
+static void
+check_clean(void)
+{
+	struct eos_fsck_result res;
+	struct eos_error err = { 0 };
+	struct eos_view *v = view_open("s1", true);
+	int r = eos_store_fsck(st, 0, fsck_one, NULL, &res, &err);
+
+	ck_ok(r, err);
+	ck_assert_uint_eq(res.violations, 0);
+	r = eos_view_check(v, fsck_one, NULL, &err);
+	ck_ok(r, err);
+	ck_assert_int_eq(r, 0);
+	eos_view_close(v);
+}
+
+/* Killed at any step: either the publish is complete and the session empty on the new head, or
+ * nothing is published and the session holds every acknowledged change. */
+START_TEST(test_kill_during_publish)
+{
+	cleanup_free char *mnt = eos_test_tmpdir("live-crash");
+	struct eos_session_info info;
+	struct eos_error err = { 0 };
+	char buf[256];
+	struct eos_view *v;
+
+	eos_store_close(st);
+	run_crash_child(CRASHES[_i].failpoint, mnt);
+	ck_ok(eos_store_open(store_dir, NULL, &st, &err), err);
+	check_clean();
+	ck_ok(eos_store_session_get(st, SBX, "s1", &info, &err), err);
+	ck_assert_uint_eq(info.version, head_of());
+	ck_assert_uint_eq(head_of(), CRASHES[_i].published ? 2 : 1);
+	v = view_open("s1", false);
+	ck_assert_str_eq(tv_read_all(v, "a.txt", buf, sizeof(buf)),
+			 "CRASH\nline2\nline3\nline4\nline5\n");
+	ck_assert_str_eq(tv_read_all(v, "new.txt", buf, sizeof(buf)), "new\n");
+	ck_assert_uint_eq(delta_entries(v), CRASHES[_i].published ? 0 : 2);
+	eos_view_close(v);
+	ck_assert(head_read("new.txt", buf, sizeof(buf)) == CRASHES[_i].published);
+	check_clean();
+	rmdir(mnt);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -492,6 +629,8 @@ suite(void)
 	tcase_add_test(tc, test_rejected_keeps_session);
 	tcase_add_test(tc, test_merge_shows_merged_file);
 	tcase_add_test(tc, test_namespace_after_reset);
+	if (EOS_FAILPOINTS_COMPILED)
+		tcase_add_loop_test(tc, test_kill_during_publish, 0, (int)EOS_ARRAY_SIZE(CRASHES));
 	suite_add_tcase(s, tc);
 	return s;
 }
@@ -499,7 +638,7 @@ suite(void)
 int
 main(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	if (argc == 4 && strcmp(argv[1], "crash-child") == 0)
+		return crash_child(argv[2], argv[3]);
 	return eos_test_run(suite());
 }
