@@ -52,7 +52,11 @@ publish_locked(struct eos_view *v, const char *owner, struct eos_publish_result 
 	       char ***skipped, size_t *nskipped, struct eos_error *err)
 {
 	struct eos_publish_options o = {
-		.sandbox = v->sandbox, .session = v->session, .base = v->version, .owner = owner
+		.sandbox = v->sandbox,
+		.session = v->session,
+		.base = v->version,
+		.owner = owner,
+		.keep_session_dir = true, /* reads go on until the reset: reset.c empties it */
 	};
 	EOS_CLEANUP(eos_publish_freep) struct eos_publish *p = NULL;
 	int r = eos_publish_begin(v->store, &o, &p, err);

@@ -10,6 +10,7 @@
  * nothing of them is ever written again). Handles find their node's new content through
  * node->gen (file.c). What the kernel may have cached differently is listed for invalidation.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -272,21 +273,28 @@ reset_release(struct reset *rs)
 	free(rs->nodes);
 }
 
-/* The session's data directory was emptied (removed) by the store's reset: open it again. */
+/*
+ * The store's reset left the data directory in place (reads went on until now): empty it. Open
+ * data files (detached nodes) live on unlinked.
+ */
 static int
-reopen_data_dir(struct eos_view *v, struct eos_error *err)
+empty_data_dir(struct eos_view *v, struct eos_error *err)
 {
-	cleanup_free char *dir = NULL;
-	int r = eos_store_session_dir(v->store, v->sandbox, v->session, &dir, err);
-	int fd = r < 0 ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = openat(v->data_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cleanup_closedir DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
 
-	if (r == 0 && fd < 0)
-		r = eos_error_set(err, eos_neg_errno(), "open session directory '%s': %m", dir);
-	if (r < 0)
-		return r;
-	if (v->data_dirfd >= 0)
-		close(v->data_dirfd);
-	v->data_dirfd = fd;
+	if (!d && fd >= 0)
+		close(fd);
+	if (!d)
+		return eos_error_set(err, eos_neg_errno(), "session '%s': open '%s': %m",
+				     v->session, v->data_dir);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && unlinkat(v->data_dirfd, e->d_name, 0) < 0 &&
+		    errno != ENOENT)
+			return eos_error_set(err, eos_neg_errno(),
+					     "session '%s': remove '%s/%s': %m", v->session,
+					     v->data_dir, e->d_name);
 	return 0;
 }
 
@@ -343,7 +351,7 @@ eos_view_reset(struct eos_view *v, uint64_t version, struct eos_inval *iv, struc
 	if (r < 0)
 		eos_error_set(err, r, "session '%s': cannot show version %llu: %s", v->session,
 			      (unsigned long long)version, strerror(-r));
-	e = reopen_data_dir(v, r < 0 ? NULL : err);
+	e = empty_data_dir(v, r < 0 ? NULL : err);
 	e = e ?: eos_journal_restart(v, r < 0 ? NULL : err);
 	if (e == 0 && (e = eos_view_root_upper(v) ?: record_ops(v)) < 0 && r >= 0)
 		eos_error_set(err, e, "session '%s': cannot write its new root record: %s",

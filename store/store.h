@@ -573,8 +573,9 @@ EOS_DEFINE_CLEANUP(struct eos_session_batch *, eos_session_batch_free)
  * commit, for merges) and never modified. Threads: one publish is driven by one thread; any number
  * of publishes may run at once (their commits serialise on the writer lock, nothing else does).
  * A session publish that is PUBLISHED also resets the session atomically in the same batch: its
- * delta records are deleted and its lease moves to the new head (its data directory is emptied
- * after the batch); a REJECTED or failed one leaves the session exactly as it was.
+ * delta records are deleted and its lease moves to the new head (its data directory is removed
+ * after the batch, unless keep_session_dir); a REJECTED or failed one leaves the session exactly
+ * as it was.
  */
 struct eos_publish;
 
@@ -599,6 +600,11 @@ struct eos_publish_options {
 	 * "workspace_session:<name>" for a session, else "unknown".
 	 */
 	const char *owner;
+	/*
+	 * A session publish leaves the session's data directory in place (its owner empties it
+	 * itself: a live view still reads its data files until it follows the new version).
+	 */
+	bool keep_session_dir;
 };
 
 /* One staged regular file: exactly one of data_path, data (with len) and content is set. */
