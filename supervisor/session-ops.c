@@ -4,6 +4,7 @@
  * inspect, destroy, mount, unmount, fork, publish; supervisor/session.h).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -234,17 +235,39 @@ free_slot(struct eosd_session *s, const char *path, size_t *ret, struct eos_erro
 	return 0;
 }
 
+/* The directory path names, resolved (so that one directory is one mount), outside eosd's
+ * runtime directory (the views it serves itself). Caller owns *ret. */
+static int
+resolve_mountpoint(struct eosd *d, const char *path, char **ret, struct eos_error *err)
+{
+	cleanup_free char *real = realpath(path, NULL), *run = NULL;
+	size_t n;
+
+	if (!real)
+		return eos_error_set(err, eos_neg_errno(), "argument 'path': '%s': %m", path);
+	run = realpath(d->runtime_dir, NULL);
+	n = run ? strlen(run) : 0;
+	if (run && !strncmp(real, run, n) && (real[n] == '/' || real[n] == '\0'))
+		return eos_error_set(
+			err, -EINVAL,
+			"argument 'path': '%s' is inside eosd's runtime directory '%s'", path, run);
+	*ret = TAKE_PTR(real);
+	return 0;
+}
+
 static int
 mount_at(struct eosd *d, struct eosd_session *s, const char *path, struct eos_error *err)
 {
+	cleanup_free char *real = NULL;
 	size_t slot;
 	int r = eosd_session_runtime_mount(d, s, err);
 
 	eosd_session_reap(d, s);
-	r = r ?: free_slot(s, path, &slot, err);
-	if (r == 0 && (r = eos_view_mountpoint_check(path, err)) < 0)
+	r = r ?: resolve_mountpoint(d, path, &real, err);
+	r = r ?: free_slot(s, real, &slot, err);
+	if (r == 0 && (r = eos_view_mountpoint_check(real, err)) < 0)
 		return eos_error_prefix(err, r, "argument 'path'");
-	r = r ?: eosd_mount_start(d, s, slot, path, err);
+	r = r ?: eosd_mount_start(d, s, slot, real, err);
 	if (r == 0)
 		eosd_session_save_mounts(d, s);
 	return r;

@@ -318,8 +318,18 @@ START_TEST(second_mount)
 		  0);
 	es_fails(&fx, "mount_workspace_session", p, -ENOENT, "none");
 	free(p);
+	ck_assert(asprintf(&p, "{\"workspace_session_id\":\"w1\",\"path\":\"%s/sessions/sb\"}",
+			   fx.d.runtime_dir) > 0);
+	es_fails(&fx, "mount_workspace_session", p, -EINVAL, "inside eosd's runtime directory");
+	free(p);
 	ck_assert(asprintf(&p, "{\"workspace_session_id\":\"w1\",\"path\":\"%s\"}", dir) > 0);
 	o = es_ok(&fx, "mount_workspace_session", NULL, p);
+	json_decref(o);
+	es_fails(&fx, "mount_workspace_session", p, -EEXIST, "already shows");
+	free(p);
+	ck_assert(asprintf(&p, "{\"workspace_session_id\":\"w1\",\"path\":\"%s/\"}", dir) > 0);
+	es_fails(&fx, "mount_workspace_session", p, -EEXIST, "already shows");
+	o = es_ok(&fx, "inspect_workspace_session", NULL, "{\"workspace_session_id\":\"w1\"}");
 	ck_assert_uint_eq(json_array_size(json_object_get(o, "mounts")), 1);
 	json_decref(o);
 	free(p);
