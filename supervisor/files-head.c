@@ -15,6 +15,7 @@
 #include "common/json.h"
 
 #include "supervisor/files.h"
+#include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
 
 /* path at the head must be a regular file (symlinks are not followed at the head). */
@@ -169,8 +170,8 @@ write_json(const char *path, const char *rid, const char *owner,
 {
 	return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o}", "path", path, "request_id", rid, "owner",
 			 owner, "status", eos_publish_status_name(res->status), "version",
-			 res->version ? eosd_json_layer(res->version) : json_null(), "head",
-			 eosd_json_layer(res->head), "bytes", eos_json_u64(res->bytes));
+			 res->version ? eosd_json_version(res->version) : json_null(), "head",
+			 eosd_json_version(res->head), "bytes", eos_json_u64(res->bytes));
 }
 
 int
@@ -235,7 +236,7 @@ eosd_op_file_blame(struct eosd *d, struct eosd_call *c, json_t **out, struct eos
 					    (json_int_t)v[i].start_line, "line_count",
 					    (json_int_t)v[i].line_count, "owner", v[i].owner));
 	if (r == 0 && !(rows && (*out = json_pack("{s:s,s:o,s:O}", "path", path, "version",
-						  eosd_json_layer(version), "ranges", rows))))
+						  eosd_json_version(version), "ranges", rows))))
 		r = -ENOMEM;
 	return r == -ENOMEM ? eos_error_set(err, r, "out of memory") : r;
 }

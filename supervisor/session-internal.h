@@ -106,8 +106,6 @@ void eosd_resolve_clear(struct eosd *d, pid_t tid);
 /* The views' eos_view_resolve_fn (ctx: the struct eosd). */
 int eosd_resolve(void *ctx, pid_t pid, char *out, size_t size);
 
-/* "L000003". */
-json_t *eosd_json_layer(uint64_t v);
 /* "2026-12-01T22:31:34Z". */
 json_t *eosd_json_time(int64_t ns);
 /* Fill out[size] with prefix and 12 random hex digits ("ws-" → "ws-3f09a1c2b4d5"). */

@@ -291,15 +291,6 @@ eosd_resolve(void *ctx, pid_t pid, char *out, size_t size)
  */
 
 json_t *
-eosd_json_layer(uint64_t v)
-{
-	char id[EOS_LAYER_ID_LEN];
-
-	eos_layer_id_format(v, id);
-	return json_string(id);
-}
-
-json_t *
 eosd_json_time(int64_t ns)
 {
 	time_t s = (time_t)(ns / 1000000000);

@@ -13,6 +13,7 @@
 #include "common/errkind.h"
 #include "common/json.h"
 
+#include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
 
 static const char *
@@ -37,7 +38,7 @@ static json_t *
 session_json(const struct eosd_session *s)
 {
 	return json_pack("{s:s,s:s,s:o,s:s?}", "workspace_session_id", s->name, "sandbox_id",
-			 s->sandbox, "base_version", eosd_json_layer(eos_view_version(s->view)),
+			 s->sandbox, "base_version", eosd_json_version(eos_view_version(s->view)),
 			 "mount_path", s->mounts[0].path);
 }
 
@@ -121,7 +122,7 @@ row_of(struct eosd *d, struct eosd_session *s)
 			s->sandbox, "state", state_of(s), "mount_path", s->mounts[0].path, "mounts",
 			mounts_json(s), "created", eosd_json_time(s->created_ns));
 	if (row && s->view)
-		eos_json_set(row, "base_version", eosd_json_layer(eos_view_version(s->view)));
+		eos_json_set(row, "base_version", eosd_json_version(eos_view_version(s->view)));
 	if (row && s->error)
 		eos_json_set(row, "error", json_string(s->error));
 	return row;

@@ -12,6 +12,7 @@
 #include "common/errkind.h"
 #include "common/json.h"
 
+#include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
 
 static json_t *
@@ -56,7 +57,7 @@ rejected(struct eosd_call *c, const struct eos_publish_result *res, struct eos_e
 	c->kind = EOS_ERRKIND_PUBLISH_REJECTED;
 	c->details =
 		list ? json_pack("{s:o,s:o,s:o}", "conflicts", list, "base",
-				 eosd_json_layer(res->base), "head", eosd_json_layer(res->head))
+				 eosd_json_version(res->base), "head", eosd_json_version(res->head))
 		     : NULL;
 	return eos_error_set(err, -EBUSY,
 			     "publish rejected: %zu conflicting path%s (the session is kept as it "
@@ -71,11 +72,11 @@ result_json(const struct eosd_session *s, const struct eos_publish_result *res)
 		json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "status",
 			  eos_publish_status_name(res->status), "workspace_session_id", s->name,
 			  "sandbox_id", s->sandbox, "owner", res->owner, "base",
-			  eosd_json_layer(res->base), "head", eosd_json_layer(res->head), "version",
-			  res->version ? eosd_json_layer(res->version) : json_null(), "created",
-			  eos_json_u64(res->created), "modified", eos_json_u64(res->modified),
-			  "deleted", eos_json_u64(res->deleted), "merged",
-			  eos_json_u64(res->merged), "bytes", eos_json_u64(res->bytes));
+			  eosd_json_version(res->base), "head", eosd_json_version(res->head),
+			  "version", res->version ? eosd_json_version(res->version) : json_null(),
+			  "created", eos_json_u64(res->created), "modified",
+			  eos_json_u64(res->modified), "deleted", eos_json_u64(res->deleted),
+			  "merged", eos_json_u64(res->merged), "bytes", eos_json_u64(res->bytes));
 	json_t *skipped = json_array();
 
 	for (size_t i = 0; skipped && i < res->nskipped; i++)

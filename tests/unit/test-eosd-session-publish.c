@@ -30,24 +30,6 @@ teardown(void)
 	es_close(&fx, false);
 }
 
-static const char *
-str(const json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	ck_assert_msg(s, "no string '%s'", key);
-	return s;
-}
-
-static void
-create(const char *id)
-{
-	char args[128];
-
-	snprintf(args, sizeof(args), "{\"workspace_session_id\":\"%s\"}", id);
-	json_decref(es_ok(&fx, "create_workspace_session", NULL, args));
-}
-
 static void
 edit(const char *session, const char *rid, const char *old, const char *new)
 {
@@ -71,7 +53,7 @@ read_in(const char *session, const char *path)
 		 session ? "\"workspace_session_id\":\"" : "", session ? session : "",
 		 session ? "\"," : "", path);
 	o = es_ok(&fx, "file_read", NULL, args);
-	s = strdup(str(o, "content"));
+	s = strdup(es_str(o, "content"));
 	json_decref(o);
 	return s;
 }
@@ -81,21 +63,21 @@ START_TEST(publish_live_session)
 	cleanup_free char *head = NULL, *live = NULL, *host = NULL, *got = NULL;
 	json_t *o;
 
-	create("w1");
+	es_create(&fx, "w1");
 	edit("w1", "op-x", "two", "TWO");
 	json_decref(
 		es_ok(&fx, "file_write", NULL,
 		      "{\"workspace_session_id\":\"w1\",\"path\":\"s.txt\",\"content\":\"s\\n\"}"));
 	o = es_ok(&fx, "publish_workspace_session", "pub-1", "{\"workspace_session_id\":\"w1\"}");
-	ck_assert_str_eq(str(o, "status"), "published");
-	ck_assert_str_eq(str(o, "version"), "L000002");
-	ck_assert_str_eq(str(o, "owner"), "operation:pub-1");
+	ck_assert_str_eq(es_str(o, "status"), "published");
+	ck_assert_str_eq(es_str(o, "version"), "L000002");
+	ck_assert_str_eq(es_str(o, "owner"), "operation:pub-1");
 	json_decref(o);
 	head = read_in(NULL, "a.txt");
 	ck_assert_str_eq(head, "one\nTWO\nthree\n");
 	/* the session goes on from the new head, its delta empty, still mounted */
 	o = es_ok(&fx, "inspect_workspace_session", NULL, "{\"workspace_session_id\":\"w1\"}");
-	ck_assert_str_eq(str(o, "base_version"), "L000002");
+	ck_assert_str_eq(es_str(o, "base_version"), "L000002");
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(o, "delta"), "paths")),
 			 0);
 	json_decref(o);
@@ -106,16 +88,16 @@ START_TEST(publish_live_session)
 	ck_assert_str_eq(live, "s\n");
 
 	o = es_ok(&fx, "file_blame", NULL, "{\"path\":\"a.txt\"}");
-	ck_assert_str_eq(str(json_array_get(json_object_get(o, "ranges"), 1), "owner"),
+	ck_assert_str_eq(es_str(json_array_get(json_object_get(o, "ranges"), 1), "owner"),
 			 "operation:op-x");
 	json_decref(o);
 	o = es_ok(&fx, "file_blame", NULL, "{\"path\":\"s.txt\"}");
-	ck_assert_str_eq(str(json_array_get(json_object_get(o, "ranges"), 0), "owner"),
+	ck_assert_str_eq(es_str(json_array_get(json_object_get(o, "ranges"), 0), "owner"),
 			 "workspace_session:w1");
 	json_decref(o);
 
 	o = es_ok(&fx, "publish_workspace_session", NULL, "{\"workspace_session_id\":\"w1\"}");
-	ck_assert_str_eq(str(o, "status"), "no_op");
+	ck_assert_str_eq(es_str(o, "status"), "no_op");
 	json_decref(o);
 }
 END_TEST
@@ -126,8 +108,8 @@ START_TEST(publish_rejected_keeps_session)
 	cleanup_free char *kept = NULL;
 	json_t *o, *c;
 
-	create("w1");
-	create("w2");
+	es_create(&fx, "w1");
+	es_create(&fx, "w2");
 	edit("w1", NULL, "two", "deux");
 	edit("w2", NULL, "two", "zwei");
 	json_decref(
@@ -138,13 +120,13 @@ START_TEST(publish_rejected_keeps_session)
 	ck_assert_int_eq(es_last_kind(), EOS_ERRKIND_PUBLISH_REJECTED);
 	ck_assert_msg(strstr(err.msg, "1 conflicting path"), "%s", err.msg);
 	c = json_array_get(json_object_get(es_last_details(), "conflicts"), 0);
-	ck_assert_str_eq(str(c, "path"), "a.txt");
-	ck_assert_str_eq(str(c, "kind"), "content");
+	ck_assert_str_eq(es_str(c, "path"), "a.txt");
+	ck_assert_str_eq(es_str(c, "kind"), "content");
 	ck_assert_uint_ge(json_array_size(json_object_get(c, "lines")), 1);
 	kept = read_in("w2", "a.txt");
 	ck_assert_str_eq(kept, "one\nzwei\nthree\n");
 	o = es_ok(&fx, "inspect_workspace_session", NULL, "{\"workspace_session_id\":\"w2\"}");
-	ck_assert_str_eq(str(o, "base_version"), "L000001");
+	ck_assert_str_eq(es_str(o, "base_version"), "L000001");
 	json_decref(o);
 }
 END_TEST
@@ -154,11 +136,11 @@ START_TEST(publish_destroy_after)
 	cleanup_free char *head = NULL;
 	json_t *o;
 
-	create("w1");
+	es_create(&fx, "w1");
 	edit("w1", NULL, "one", "1");
 	o = es_ok(&fx, "publish_workspace_session", NULL,
 		  "{\"workspace_session_id\":\"w1\",\"destroy_after\":true}");
-	ck_assert_str_eq(str(o, "status"), "published");
+	ck_assert_str_eq(es_str(o, "status"), "published");
 	ck_assert(json_is_true(json_object_get(o, "destroyed")));
 	json_decref(o);
 	es_fails(&fx, "inspect_workspace_session", "{\"workspace_session_id\":\"w1\"}", -ENOENT,
@@ -173,13 +155,13 @@ START_TEST(fork_is_isolated)
 	cleanup_free char *a = NULL, *b = NULL, *c = NULL;
 	json_t *o;
 
-	create("w1");
+	es_create(&fx, "w1");
 	edit("w1", NULL, "one", "uno");
 	o = es_ok(&fx, "fork_workspace_session", NULL,
 		  "{\"workspace_session_id\":\"w1\",\"new_workspace_session_id\":\"f1\"}");
-	ck_assert_str_eq(str(o, "workspace_session_id"), "f1");
-	ck_assert_str_eq(str(o, "forked_from"), "w1");
-	ck_assert_str_eq(str(o, "base_version"), "L000001");
+	ck_assert_str_eq(es_str(o, "workspace_session_id"), "f1");
+	ck_assert_str_eq(es_str(o, "forked_from"), "w1");
+	ck_assert_str_eq(es_str(o, "base_version"), "L000001");
 	json_decref(o);
 	a = read_in("f1", "a.txt");
 	ck_assert_str_eq(a, "uno\ntwo\nthree\n");

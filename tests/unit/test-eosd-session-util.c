@@ -16,28 +16,8 @@
 
 #include "common/cleanup.h"
 
+#include "supervisor/ops.h"
 #include "tests/unit/testutil.h"
-
-struct handler {
-	const char *name;
-	eosd_handler_fn fn;
-};
-
-static const struct handler handlers[] = {
-	{ "create_workspace_session", eosd_op_create_workspace_session },
-	{ "list_workspace_sessions", eosd_op_list_workspace_sessions },
-	{ "inspect_workspace_session", eosd_op_inspect_workspace_session },
-	{ "publish_workspace_session", eosd_op_publish_workspace_session },
-	{ "destroy_workspace_session", eosd_op_destroy_workspace_session },
-	{ "mount_workspace_session", eosd_op_mount_workspace_session },
-	{ "unmount_workspace_session", eosd_op_unmount_workspace_session },
-	{ "fork_workspace_session", eosd_op_fork_workspace_session },
-	{ "file_read", eosd_op_file_read },
-	{ "file_write", eosd_op_file_write },
-	{ "file_edit", eosd_op_file_edit },
-	{ "file_list", eosd_op_file_list },
-	{ "file_blame", eosd_op_file_blame },
-};
 
 static int last_kind = -1;
 static pid_t runner; /* the process running the suite (each test forks from it) */
@@ -107,16 +87,6 @@ es_reopen(struct es_fixture *f)
 	open_store(f);
 }
 
-static eosd_handler_fn
-handler_of(const char *name)
-{
-	for (size_t i = 0; i < EOS_ARRAY_SIZE(handlers); i++)
-		if (!strcmp(handlers[i].name, name))
-			return handlers[i].fn;
-	ck_abort_msg("no handler '%s'", name);
-	return NULL;
-}
-
 int
 es_call(struct es_fixture *f, const char *name, const char *rid, const char *args, json_t **out,
 	struct eos_error *err)
@@ -134,7 +104,7 @@ es_call(struct es_fixture *f, const char *name, const char *rid, const char *arg
 	c.sandbox_id = op->needs_sandbox ? f->sandbox : NULL;
 	r = eos_catalog_validate(op, a, err);
 	if (r == 0)
-		r = handler_of(name)(&f->d, &c, &o, err);
+		r = eosd_ops_handler(op)(&f->d, &c, &o, err);
 	json_decref(a);
 	json_decref(last_details);
 	last_kind = c.kind;
@@ -250,4 +220,22 @@ es_cleanup_leftovers(void)
 		for (size_t i = 0; i < g.gl_pathc; i++)
 			eos_test_rm_rf(g.gl_pathv[i]);
 	globfree(&g);
+}
+
+const char *
+es_str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	ck_assert_msg(s, "no string '%s'", key);
+	return s;
+}
+
+void
+es_create(struct es_fixture *f, const char *id)
+{
+	char args[128];
+
+	snprintf(args, sizeof(args), "{\"workspace_session_id\":\"%s\"}", id);
+	json_decref(es_ok(f, "create_workspace_session", NULL, args));
 }

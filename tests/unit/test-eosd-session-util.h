@@ -49,6 +49,11 @@ void es_fails(struct es_fixture *f, const char *name, const char *args, int code
 int es_last_kind(void);
 json_t *es_last_details(void);
 
+/* The string key of o (the test fails when there is none). */
+const char *es_str(const json_t *o, const char *key);
+/* Create session id (create_workspace_session). */
+void es_create(struct es_fixture *f, const char *id);
+
 /* The content of host file path, NUL-terminated (caller frees), or NULL. */
 char *es_slurp(const char *path);
 /* <runtime>/sessions/sb/<name>/<rel>. Caller frees. */

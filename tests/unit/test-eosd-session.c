@@ -32,15 +32,6 @@ teardown(void)
 	es_close(&fx, false);
 }
 
-static const char *
-str(const json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	ck_assert_msg(s, "no string '%s'", key);
-	return s;
-}
-
 static json_int_t
 num(const json_t *o, const char *key)
 {
@@ -48,26 +39,17 @@ num(const json_t *o, const char *key)
 	return json_integer_value(json_object_get(o, key));
 }
 
-static void
-create(const char *id)
-{
-	char args[128];
-
-	snprintf(args, sizeof(args), "{\"workspace_session_id\":\"%s\"}", id);
-	json_decref(es_ok(&fx, "create_workspace_session", NULL, args));
-}
-
 START_TEST(create_list_inspect_destroy)
 {
 	json_t *o = es_ok(&fx, "create_workspace_session", NULL, "{}");
-	cleanup_free char *id = strdup(str(o, "workspace_session_id"));
+	cleanup_free char *id = strdup(es_str(o, "workspace_session_id"));
 	cleanup_free char *a = NULL, *args = NULL, *got = NULL;
 
 	ck_assert(strncmp(id, "ws-", 3) == 0);
-	ck_assert_str_eq(str(o, "sandbox_id"), "sb");
-	ck_assert_str_eq(str(o, "base_version"), "L000001");
+	ck_assert_str_eq(es_str(o, "sandbox_id"), "sb");
+	ck_assert_str_eq(es_str(o, "base_version"), "L000001");
 	ck_assert(asprintf(&a, "%s/sessions/sb/%s", fx.d.runtime_dir, id) > 0);
-	ck_assert_str_eq(str(o, "mount_path"), a);
+	ck_assert_str_eq(es_str(o, "mount_path"), a);
 	json_decref(o);
 	free(a);
 	ck_assert(asprintf(&a, "%s/sessions/sb/%s/a.txt", fx.d.runtime_dir, id) > 0);
@@ -77,12 +59,13 @@ START_TEST(create_list_inspect_destroy)
 
 	o = es_ok(&fx, "list_workspace_sessions", NULL, "{}");
 	ck_assert_uint_eq(json_array_size(json_object_get(o, "sessions")), 1);
-	ck_assert_str_eq(str(json_array_get(json_object_get(o, "sessions"), 0), "state"), "live");
+	ck_assert_str_eq(es_str(json_array_get(json_object_get(o, "sessions"), 0), "state"),
+			 "live");
 	json_decref(o);
 
 	ck_assert(asprintf(&args, "{\"workspace_session_id\":\"%s\"}", id) > 0);
 	o = es_ok(&fx, "inspect_workspace_session", NULL, args);
-	ck_assert_str_eq(str(o, "state"), "live");
+	ck_assert_str_eq(es_str(o, "state"), "live");
 	ck_assert_int_eq(num(json_object_get(o, "delta"), "paths"), 0);
 	json_decref(o);
 
@@ -98,7 +81,7 @@ END_TEST
 
 START_TEST(create_refusals)
 {
-	create("w1");
+	es_create(&fx, "w1");
 	es_fails(&fx, "create_workspace_session", "{\"workspace_session_id\":\"w1\"}", -EEXIST,
 		 "w1");
 	es_fails(&fx, "create_workspace_session", "{\"version\":\"L9\"}", -ENOENT, "");
@@ -114,11 +97,11 @@ START_TEST(file_ops_in_session)
 	cleanup_free char *host = NULL, *got = NULL;
 	json_t *o;
 
-	create("w1");
+	es_create(&fx, "w1");
 	o = es_ok(&fx, "file_write", "req-1",
 		  "{\"workspace_session_id\":\"w1\",\"path\":\"new/deep/c.txt\","
 		  "\"content\":\"x\\ny\\nz\\n\"}");
-	ck_assert_str_eq(str(o, "owner"), "operation:req-1");
+	ck_assert_str_eq(es_str(o, "owner"), "operation:req-1");
 	json_decref(o);
 	host = es_mpath(&fx, "w1", "new/deep/c.txt");
 	got = es_slurp(host);
@@ -126,7 +109,7 @@ START_TEST(file_ops_in_session)
 
 	o = es_ok(&fx, "file_read", NULL,
 		  "{\"workspace_session_id\":\"w1\",\"path\":\"a.txt\",\"offset\":2,\"limit\":1}");
-	ck_assert_str_eq(str(o, "content"), "two\n");
+	ck_assert_str_eq(es_str(o, "content"), "two\n");
 	ck_assert_int_eq(num(o, "lines"), 1);
 	ck_assert_int_eq(num(o, "total_lines"), 3);
 	ck_assert(json_is_true(json_object_get(o, "truncated")));
@@ -137,24 +120,24 @@ START_TEST(file_ops_in_session)
 		  "{\"old_string\":\"two\",\"new_string\":\"TWO\"},"
 		  "{\"old_string\":\"e\",\"new_string\":\"E\",\"replace_all\":true}]}");
 	ck_assert_int_eq(num(o, "replacements"), 4);
-	ck_assert_str_eq(str(o, "owner"), "workspace_session:w1");
+	ck_assert_str_eq(es_str(o, "owner"), "workspace_session:w1");
 	json_decref(o);
 	o = es_ok(&fx, "file_read", NULL, "{\"workspace_session_id\":\"w1\",\"path\":\"a.txt\"}");
-	ck_assert_str_eq(str(o, "content"), "onE\nTWO\nthrEE\n");
+	ck_assert_str_eq(es_str(o, "content"), "onE\nTWO\nthrEE\n");
 	ck_assert(json_is_false(json_object_get(o, "truncated")));
 	json_decref(o);
 
 	o = es_ok(&fx, "file_list", NULL, "{\"workspace_session_id\":\"w1\"}");
 	ck_assert_uint_eq(json_array_size(json_object_get(o, "entries")), 3);
-	ck_assert_str_eq(str(json_array_get(json_object_get(o, "entries"), 0), "name"), "a.txt");
-	ck_assert_str_eq(str(json_array_get(json_object_get(o, "entries"), 1), "kind"),
+	ck_assert_str_eq(es_str(json_array_get(json_object_get(o, "entries"), 0), "name"), "a.txt");
+	ck_assert_str_eq(es_str(json_array_get(json_object_get(o, "entries"), 1), "kind"),
 			 "directory");
-	ck_assert_str_eq(str(json_array_get(json_object_get(o, "entries"), 0), "mode"), "0644");
+	ck_assert_str_eq(es_str(json_array_get(json_object_get(o, "entries"), 0), "mode"), "0644");
 	json_decref(o);
 
 	/* the head did not change */
 	o = es_ok(&fx, "file_read", NULL, "{\"path\":\"a.txt\"}");
-	ck_assert_str_eq(str(o, "content"), "one\ntwo\nthree\n");
+	ck_assert_str_eq(es_str(o, "content"), "one\ntwo\nthree\n");
 	json_decref(o);
 
 	o = es_ok(&fx, "inspect_workspace_session", NULL, "{\"workspace_session_id\":\"w1\"}");
@@ -168,7 +151,7 @@ START_TEST(edit_refusals_change_nothing)
 {
 	cleanup_free char *host = NULL, *got = NULL;
 
-	create("w1");
+	es_create(&fx, "w1");
 	es_fails(&fx, "file_edit",
 		 "{\"workspace_session_id\":\"w1\",\"path\":\"a.txt\",\"edits\":["
 		 "{\"old_string\":\"one\",\"new_string\":\"1\"},"
@@ -192,7 +175,7 @@ START_TEST(path_refusals)
 	cleanup_free char *link = NULL;
 	json_t *o;
 
-	create("w1");
+	es_create(&fx, "w1");
 	link = es_mpath(&fx, "w1", "out");
 	ck_assert_int_eq(symlink("/etc", link), 0);
 	free(link);
@@ -200,7 +183,7 @@ START_TEST(path_refusals)
 	ck_assert_int_eq(symlink("dir", link), 0); /* a symlink inside the tree is followed */
 	o = es_ok(&fx, "file_read", NULL,
 		  "{\"workspace_session_id\":\"w1\",\"path\":\"in/b.txt\"}");
-	ck_assert_str_eq(str(o, "content"), "bee\n");
+	ck_assert_str_eq(es_str(o, "content"), "bee\n");
 	json_decref(o);
 	es_fails(&fx, "file_read", "{\"workspace_session_id\":\"w1\",\"path\":\"out/passwd\"}",
 		 -EINVAL, "path 'out/passwd': leads out of the sandbox");
@@ -225,33 +208,33 @@ START_TEST(head_write_blame)
 		es_ok(&fx, "file_write", "req-7", "{\"path\":\"n/h.txt\",\"content\":\"h\\n\"}");
 	json_t *r;
 
-	ck_assert_str_eq(str(o, "status"), "published");
-	ck_assert_str_eq(str(o, "version"), "L000002");
-	ck_assert_str_eq(str(o, "request_id"), "req-7");
+	ck_assert_str_eq(es_str(o, "status"), "published");
+	ck_assert_str_eq(es_str(o, "version"), "L000002");
+	ck_assert_str_eq(es_str(o, "request_id"), "req-7");
 	json_decref(o);
 	o = es_ok(&fx, "file_write", NULL, "{\"path\":\"g.txt\",\"content\":\"g\\n\"}");
-	ck_assert(strncmp(str(o, "request_id"), "req-", 4) == 0);
-	ck_assert(strncmp(str(o, "owner"), "operation:req-", 14) == 0);
+	ck_assert(strncmp(es_str(o, "request_id"), "req-", 4) == 0);
+	ck_assert(strncmp(es_str(o, "owner"), "operation:req-", 14) == 0);
 	json_decref(o);
 	o = es_ok(&fx, "file_edit", "req-8",
 		  "{\"path\":\"a.txt\",\"edits\":[{\"old_string\":\"two\",\"new_string\":\"2\"}]}");
 	json_decref(o);
 	o = es_ok(&fx, "file_read", NULL, "{\"path\":\"a.txt\"}");
-	ck_assert_str_eq(str(o, "content"), "one\n2\nthree\n");
+	ck_assert_str_eq(es_str(o, "content"), "one\n2\nthree\n");
 	json_decref(o);
 
 	o = es_ok(&fx, "file_blame", NULL, "{\"path\":\"a.txt\"}");
 	r = json_object_get(o, "ranges");
 	ck_assert_uint_eq(json_array_size(r), 3);
-	ck_assert_str_eq(str(json_array_get(r, 0), "owner"), "original");
-	ck_assert_str_eq(str(json_array_get(r, 1), "owner"), "operation:req-8");
+	ck_assert_str_eq(es_str(json_array_get(r, 0), "owner"), "original");
+	ck_assert_str_eq(es_str(json_array_get(r, 1), "owner"), "operation:req-8");
 	json_decref(o);
 	o = es_ok(&fx, "file_blame", NULL, "{\"path\":\"n/h.txt\",\"version\":\"L2\"}");
-	ck_assert_str_eq(str(json_array_get(json_object_get(o, "ranges"), 0), "owner"),
+	ck_assert_str_eq(es_str(json_array_get(json_object_get(o, "ranges"), 0), "owner"),
 			 "operation:req-7");
 	json_decref(o);
 	o = es_ok(&fx, "file_list", NULL, "{\"path\":\"n\"}");
-	ck_assert_str_eq(str(json_array_get(json_object_get(o, "entries"), 0), "name"), "h.txt");
+	ck_assert_str_eq(es_str(json_array_get(json_object_get(o, "entries"), 0), "name"), "h.txt");
 	json_decref(o);
 }
 END_TEST
@@ -273,7 +256,7 @@ START_TEST(write_attribution)
 	EOS_CLEANUP(json_decrefp) json_t *owners = json_object();
 	struct eosd_session *s = NULL;
 
-	create("w1");
+	es_create(&fx, "w1");
 	for (int i = 0; i < 3; i++) {
 		json_decref(es_ok(
 			&fx, "file_write", "op-a",
@@ -288,9 +271,9 @@ START_TEST(write_attribution)
 	ck_assert_int_eq(eosd_session_get(&fx.d, "sb", "w1", &s, NULL), 0);
 	ck_assert_int_eq(eos_view_delta(s->view, owner_of, owners, NULL), 0);
 	eosd_session_put(&fx.d, s);
-	ck_assert_str_eq(str(owners, "x"), "operation:op-a");
-	ck_assert_str_eq(str(owners, "y"), "workspace_session:w1");
-	ck_assert_str_eq(str(owners, "z"), "operation:op-c");
+	ck_assert_str_eq(es_str(owners, "x"), "operation:op-a");
+	ck_assert_str_eq(es_str(owners, "y"), "workspace_session:w1");
+	ck_assert_str_eq(es_str(owners, "z"), "operation:op-c");
 }
 END_TEST
 
@@ -299,7 +282,7 @@ START_TEST(second_mount)
 	cleanup_free char *dir = NULL, *full = NULL, *p = NULL, *got = NULL;
 	json_t *o;
 
-	create("w1");
+	es_create(&fx, "w1");
 	ck_assert(asprintf(&dir, "%s/mnt", fx.dir) > 0);
 	ck_assert(asprintf(&full, "%s/full", fx.dir) > 0);
 	ck_assert_int_eq(mkdir(dir, 0755), 0);
@@ -341,7 +324,7 @@ START_TEST(second_mount)
 	eos_test_write_file(p, "w\n", 2, 0644);
 	o = es_ok(&fx, "file_read", NULL,
 		  "{\"workspace_session_id\":\"w1\",\"path\":\"written-here\"}");
-	ck_assert_str_eq(str(o, "content"), "w\n");
+	ck_assert_str_eq(es_str(o, "content"), "w\n");
 	json_decref(o);
 	/* a file eosd's own mount has cached, changed through the other mount */
 	json_decref(es_ok(&fx, "file_read", NULL,
@@ -350,7 +333,7 @@ START_TEST(second_mount)
 	ck_assert(asprintf(&p, "%s/a.txt", dir) > 0);
 	eos_test_write_file(p, "ONE\ntwo\nthree\n", 14, 0644);
 	o = es_ok(&fx, "file_read", NULL, "{\"workspace_session_id\":\"w1\",\"path\":\"a.txt\"}");
-	ck_assert_str_eq(str(o, "content"), "ONE\ntwo\nthree\n");
+	ck_assert_str_eq(es_str(o, "content"), "ONE\ntwo\nthree\n");
 	json_decref(o);
 	o = es_ok(&fx, "unmount_workspace_session", NULL, "{\"workspace_session_id\":\"w1\"}");
 	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(o, "unmounted"), 0)),
@@ -368,7 +351,7 @@ START_TEST(sixteen_sessions)
 
 	for (int i = 0; i < 16; i++) {
 		snprintf(id, sizeof(id), "s%02d", i);
-		create(id);
+		es_create(&fx, id);
 		snprintf(args, sizeof(args),
 			 "{\"workspace_session_id\":\"%s\",\"path\":\"own\",\"content\":\"%s\"}",
 			 id, id);
@@ -391,8 +374,8 @@ START_TEST(restart_serves_every_session)
 	cleanup_free char *dir = NULL, *p = NULL, *got = NULL;
 	json_t *o;
 
-	create("w1");
-	create("w2");
+	es_create(&fx, "w1");
+	es_create(&fx, "w2");
 	json_decref(
 		es_ok(&fx, "file_write", NULL,
 		      "{\"workspace_session_id\":\"w1\",\"path\":\"k/one\",\"content\":\"1\"}"));
@@ -407,7 +390,7 @@ START_TEST(restart_serves_every_session)
 	es_reopen(&fx);
 	ck_assert_uint_eq(eosd_sessions_served(&fx.d), 2);
 	o = es_ok(&fx, "file_read", NULL, "{\"workspace_session_id\":\"w1\",\"path\":\"k/one\"}");
-	ck_assert_str_eq(str(o, "content"), "1");
+	ck_assert_str_eq(es_str(o, "content"), "1");
 	json_decref(o);
 	free(p);
 	ck_assert(asprintf(&p, "%s/a.txt", dir) > 0);
@@ -425,7 +408,7 @@ START_TEST(outside_unmount)
 	cleanup_free char *dir = NULL, *p = NULL, *cmd = NULL, *list = NULL;
 	json_t *o;
 
-	create("w1");
+	es_create(&fx, "w1");
 	ck_assert(asprintf(&dir, "%s/mnt", fx.dir) > 0);
 	ck_assert_int_eq(mkdir(dir, 0755), 0);
 	ck_assert(asprintf(&p, "{\"workspace_session_id\":\"w1\",\"path\":\"%s\"}", dir) > 0);
@@ -459,8 +442,8 @@ START_TEST(destroy_all_of_sandbox)
 	struct eos_error err = { 0 };
 	size_t n = 9;
 
-	create("w1");
-	create("w2");
+	es_create(&fx, "w1");
+	es_create(&fx, "w2");
 	ck_assert_uint_eq(eosd_sessions_count(&fx.d, "sb"), 2);
 	ck_assert_uint_eq(eosd_sessions_count(&fx.d, "other"), 0);
 	ck_assert_msg(eosd_sessions_destroy_all(&fx.d, "sb", &err) == 0, "%s", err.msg);
@@ -518,7 +501,7 @@ START_TEST(concurrent_writes_keep_their_owners)
 		char id[8];
 
 		snprintf(id, sizeof(id), "c%d", i);
-		create(id);
+		es_create(&fx, id);
 	}
 	for (int i = 0; i < 8; i++) {
 		w[i] = (struct writer){ .session = i % 4, .thread = i };
