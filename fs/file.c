@@ -235,6 +235,7 @@ open_locked(struct eos_view *v, struct eos_node *n, struct eos_handle *h)
 		r = eos_data_open(v, n);
 	else if (r == 0 && S_ISREG(n->mode) && n->lst)
 		r = eos_store_file_open_content(v->store, &n->lst->content, &h->lower, NULL);
+	h->lower_gen = n->gen;
 	if (r == 0 && h->writer) {
 		/* writeback mode: writes are attributed per file (see eos_view_options) */
 		n->writer_mixed |= n->writers > 0 && n->writer_op != h->op;
@@ -296,6 +297,13 @@ handle_write_fd(struct eos_view *v, struct eos_handle *h)
 
 	if ((h->flags & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
+	/* a live publish made the node a mirror of the new head since the open (reset.c) */
+	pthread_mutex_lock(&h->node->lock);
+	bool upper = h->node->flags & EOS_NODE_UPPER;
+	pthread_mutex_unlock(&h->node->lock);
+	fd = upper ? 0 : eos_copyup_meta(v, h->node);
+	if (fd < 0)
+		return fd;
 	pthread_mutex_lock(&h->node->lock);
 	if (!h->op_resolved) {
 		h->op = eos_fs_operation(v, h->pid);
@@ -319,12 +327,34 @@ eos_fs_read_fd(struct eos_handle *h)
 	return fd;
 }
 
+/* h's lower content, reopened when a live publish moved its node to a new version (reset.c). */
+static int
+lower_current(struct eos_view *v, struct eos_handle *h)
+{
+	struct eos_node *n = h->node;
+	int r = 0;
+
+	pthread_mutex_lock(&n->lock);
+	if (h->lower_gen != n->gen) {
+		eos_file_close(h->lower);
+		h->lower = NULL;
+		if (S_ISREG(n->mode) && n->lst)
+			r = eos_store_file_open_content(v->store, &n->lst->content, &h->lower,
+							NULL);
+		h->lower_gen = r == 0 ? n->gen : h->lower_gen;
+	}
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
 static ssize_t
 read_lower(struct eos_view *v, struct eos_handle *h, void *buf, size_t size, uint64_t off)
 {
 	struct eos_error err;
-	ssize_t r;
+	ssize_t r = lower_current(v, h);
 
+	if (r < 0)
+		return r;
 	if (!h->lower)
 		return 0;
 	r = eos_file_pread(h->lower, buf, size, off, &err);

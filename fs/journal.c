@@ -507,8 +507,44 @@ rotate_locked(struct eos_view *v)
 void
 eos_journal_rotate(struct eos_view *v)
 {
+	/* a checkpoint writes records: not while a live publish or a fork holds the gate */
+	pthread_rwlock_rdlock(&v->gate.writers);
 	pthread_mutex_lock(&v->journal.rotate_lock);
 	if (v->journal.fd >= 0)
 		rotate_locked(v);
 	pthread_mutex_unlock(&v->journal.rotate_lock);
+	pthread_rwlock_unlock(&v->gate.writers);
+}
+
+/* Switch appends to fd (-1: none, appends fail) as generation gen. */
+static void
+gen_replace(struct eos_journal *j, int fd, uint64_t gen)
+{
+	pthread_rwlock_wrlock(&j->lock);
+	if (j->fd >= 0)
+		close(j->fd);
+	j->fd = fd;
+	j->gen = gen;
+	j->oldest = gen;
+	atomic_store(&j->bytes, HEADER_BYTES);
+	pthread_mutex_lock(&j->room_lock);
+	j->reserved = 0;
+	pthread_mutex_unlock(&j->room_lock);
+	pthread_rwlock_unlock(&j->lock);
+}
+
+int
+eos_journal_restart(struct eos_view *v, struct eos_error *err)
+{
+	struct eos_journal *j = &v->journal;
+	uint64_t gen = j->gen + 1;
+	int r = make_nonce(v);
+	int fd = r < 0 ? r : gen_create(v, gen);
+
+	/* without a journal of the new incarnation, writes must fail rather than go unrecorded */
+	gen_replace(j, fd >= 0 ? fd : -1, gen);
+	if (fd < 0)
+		return eos_error_set(err, fd, "session '%s': cannot start its new journal: %s",
+				     v->session, strerror(-fd));
+	return 0;
 }

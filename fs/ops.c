@@ -6,12 +6,14 @@
 #define FUSE_USE_VERSION 312
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/path.h"
@@ -105,7 +107,7 @@ reply_entry(fuse_req_t req, struct eos_node *n)
 	} while (0)
 
 static void
-op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+serve_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	NODE_OR_FAIL(p, req, parent);
 	struct eos_node *n;
@@ -125,14 +127,14 @@ op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 }
 
 static void
-op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+serve_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	eos_node_forget(view_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void
-op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+serve_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	for (size_t i = 0; i < count; i++)
 		eos_node_forget(view_of(req), forgets[i].ino, forgets[i].nlookup);
@@ -140,7 +142,7 @@ op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 }
 
 static void
-op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+serve_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	NODE_OR_FAIL(n, req, ino);
 	struct stat st;
@@ -179,7 +181,8 @@ setattr_valid(int to_set)
 }
 
 static void
-op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+serve_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+	      struct fuse_file_info *fi)
 {
 	NODE_OR_FAIL(n, req, ino);
 	const struct eos_owners *o = &mount_of(req)->owners;
@@ -197,7 +200,7 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct
 }
 
 static void
-op_readlink(fuse_req_t req, fuse_ino_t ino)
+serve_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	NODE_OR_FAIL(n, req, ino);
 	cleanup_free char *target = NULL;
@@ -226,7 +229,7 @@ make(fuse_req_t req, fuse_ino_t parent, const char *name, uint32_t mode, const c
 }
 
 static void
-op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+serve_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	NODE_OR_FAIL(p, req, parent);
 	struct eos_ctx ctx = ctx_of(req);
@@ -242,34 +245,34 @@ op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t
 }
 
 static void
-op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+serve_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	make(req, parent, name, S_IFDIR | (mode & 07777), NULL);
 }
 
 static void
-op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+serve_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
 	make(req, parent, name, S_IFLNK | 0777, target);
 }
 
 static void
-op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+serve_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	NODE_OR_FAIL(p, req, parent);
 	fuse_reply_err(req, -eos_fs_unlink(view_of(req), p, name, false));
 }
 
 static void
-op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+serve_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	NODE_OR_FAIL(p, req, parent);
 	fuse_reply_err(req, -eos_fs_unlink(view_of(req), p, name, true));
 }
 
 static void
-op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-	  const char *newname, unsigned int flags)
+serve_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	     const char *newname, unsigned int flags)
 {
 	NODE_OR_FAIL(p1, req, parent);
 	NODE_OR_FAIL(p2, req, newparent);
@@ -291,7 +294,7 @@ op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpar
 }
 
 static void
-op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+serve_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	NODE_OR_FAIL(n, req, ino);
 	NODE_OR_FAIL(p, req, newparent);
@@ -313,7 +316,7 @@ open_reply(struct fuse_file_info *fi, struct eos_handle *h)
 }
 
 static void
-op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+serve_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	NODE_OR_FAIL(n, req, ino);
 	struct eos_ctx ctx = ctx_of(req);
@@ -335,8 +338,8 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 static void
-op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-	  struct fuse_file_info *fi)
+serve_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	     struct fuse_file_info *fi)
 {
 	NODE_OR_FAIL(p, req, parent);
 	struct eos_ctx ctx = ctx_of(req);
@@ -362,7 +365,7 @@ op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 }
 
 static void
-op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct eos_handle *h = handle_of(fi);
 	int fd = eos_fs_read_fd(h);
@@ -388,8 +391,8 @@ op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file
 }
 
 static void
-op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-	 struct fuse_file_info *fi)
+serve_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	    struct fuse_file_info *fi)
 {
 	ssize_t got = eos_fs_write(view_of(req), handle_of(fi), buf, size, (uint64_t)off);
 
@@ -401,7 +404,7 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off
 }
 
 static void
-op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+serve_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	(void)fi;
@@ -409,7 +412,7 @@ op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 static void
-op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+serve_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	eos_fs_release(view_of(req), handle_of(fi));
@@ -417,7 +420,7 @@ op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 static void
-op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+serve_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	NODE_OR_FAIL(n, req, ino);
 	(void)fi;
@@ -425,7 +428,7 @@ op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi
 }
 
 static void
-op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+serve_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	NODE_OR_FAIL(n, req, ino);
 
@@ -514,21 +517,21 @@ readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus
 }
 
 static void
-op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+serve_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)fi;
 	readdir_common(req, ino, size, off, false);
 }
 
 static void
-op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+serve_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)fi;
 	readdir_common(req, ino, size, off, true);
 }
 
 static void
-op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+serve_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	NODE_OR_FAIL(n, req, ino);
 	(void)fi;
@@ -536,7 +539,7 @@ op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info 
 }
 
 static void
-op_statfs(fuse_req_t req, fuse_ino_t ino)
+serve_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct statvfs st;
 	int r = eos_fs_statfs(view_of(req), &st);
@@ -549,8 +552,8 @@ op_statfs(fuse_req_t req, fuse_ino_t ino)
 }
 
 static void
-op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
-	    int flags)
+serve_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+	       int flags)
 {
 	NODE_OR_FAIL(n, req, ino);
 	fuse_reply_err(req, -eos_xattr_set(view_of(req), n, name, value, size, flags));
@@ -568,7 +571,7 @@ reply_xattr(fuse_req_t req, size_t size, ssize_t r, const char *buf)
 }
 
 static void
-op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+serve_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	NODE_OR_FAIL(n, req, ino);
 	cleanup_free char *buf = size ? malloc(size) : NULL;
@@ -581,7 +584,7 @@ op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 }
 
 static void
-op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+serve_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	NODE_OR_FAIL(n, req, ino);
 	cleanup_free char *buf = size ? malloc(size) : NULL;
@@ -594,15 +597,15 @@ op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 }
 
 static void
-op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+serve_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	NODE_OR_FAIL(n, req, ino);
 	fuse_reply_err(req, -eos_xattr_set(view_of(req), n, name, NULL, 0, 0));
 }
 
 static void
-op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
-	     struct fuse_file_info *fi)
+serve_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		struct fuse_file_info *fi)
 {
 	(void)ino;
 	fuse_reply_err(req, -eos_fs_fallocate(view_of(req), handle_of(fi), mode, (uint64_t)off,
@@ -610,9 +613,9 @@ op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 }
 
 static void
-op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
-		   fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
-		   int flags)
+serve_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
+		      fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
+		      int flags)
 {
 	ssize_t got;
 
@@ -631,7 +634,7 @@ op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_
 }
 
 static void
-op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+serve_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
 	int64_t r = eos_fs_lseek(view_of(req), handle_of(fi), off, whence);
 
@@ -666,6 +669,343 @@ op_init(void *userdata, struct fuse_conn_info *conn)
 	else
 		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
 	conn->max_background = 64;
+}
+
+/* --- the gate (fs/gate.c): every request passes it ------------------------------------------- */
+
+static void
+op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_lookup(req, parent, name);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_forget(req, ino, nlookup);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_forget_multi(req, count, forgets);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_getattr(req, ino, fi);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_setattr(req, ino, attr, to_set, fi);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_readlink(req, ino);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_mknod(req, parent, name, mode, rdev);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_mkdir(req, parent, name, mode);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_symlink(req, target, parent, name);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_unlink(req, parent, name);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_rmdir(req, parent, name);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	  const char *newname, unsigned int flags)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_rename(req, parent, name, newparent, newname, flags);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_link(req, ino, newparent, newname);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	  struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_create(req, parent, name, mode, fi);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_read(req, ino, size, off, fi);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	 struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_write(req, ino, buf, size, off, fi);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_flush(req, ino, fi);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_release(req, ino, fi);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_fsync(req, ino, datasync, fi);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_opendir(req, ino, fi);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_readdir(req, ino, size, off, fi);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_readdirplus(req, ino, size, off, fi);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_fsyncdir(req, ino, datasync, fi);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_statfs(req, ino);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+	    int flags)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_setxattr(req, ino, name, value, size, flags);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_getxattr(req, ino, name, size);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_listxattr(req, ino, size);
+	eos_gate_read_leave(v);
+}
+
+static void
+op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_removexattr(req, ino, name);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+	     struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_fallocate(req, ino, mode, off, len, fi);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
+		   fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
+		   int flags)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_write_enter(v);
+	serve_copy_file_range(req, ino_in, off_in, fi_in, ino_out, off_out, fi_out, len, flags);
+	eos_gate_write_leave(v);
+}
+
+static void
+op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+
+	eos_gate_read_enter(v);
+	serve_lseek(req, ino, off, whence, fi);
+	eos_gate_read_leave(v);
+}
+
+/* An open for reading changes nothing; one for writing may copy up or truncate. */
+static void
+op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+	bool writes = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+
+	if (writes)
+		eos_gate_write_enter(v);
+	else
+		eos_gate_read_enter(v);
+	serve_open(req, ino, fi);
+	if (writes)
+		eos_gate_write_leave(v);
+	else
+		eos_gate_read_leave(v);
 }
 
 static const struct fuse_lowlevel_ops OPS = {
@@ -765,6 +1105,71 @@ build_args(struct eos_view *v, const char *opts, struct fuse_args *args)
 	return 0;
 }
 
+/* The view's list of its mounts, which a live publish invalidates. */
+static int
+mounts_add(struct eos_view *v, struct eos_view_mount *m)
+{
+	int r;
+
+	pthread_mutex_lock(&v->mounts_lock);
+	r = eos_buf_array_reserve(&v->mounts, &v->mounts_cap, v->nmounts, sizeof(*v->mounts), 4);
+	if (r == 0)
+		v->mounts[v->nmounts++] = m;
+	pthread_mutex_unlock(&v->mounts_lock);
+	return r;
+}
+
+static void
+mounts_remove(struct eos_view *v, struct eos_view_mount *m)
+{
+	pthread_mutex_lock(&v->mounts_lock);
+	for (size_t i = 0; i < v->nmounts; i++)
+		if (v->mounts[i] == m) {
+			v->mounts[i] = v->mounts[--v->nmounts];
+			break;
+		}
+	pthread_mutex_unlock(&v->mounts_lock);
+}
+
+/*
+ * The kernel answers -ENOENT for what it does not cache: nothing to forget. Called without the
+ * gate: the kernel may need the locks of a request that waits there.
+ */
+void
+eos_view_invalidate(struct eos_view *v, const struct eos_inval *iv)
+{
+	pthread_mutex_lock(&v->mounts_lock);
+	for (size_t i = 0; i < v->nmounts; i++) {
+		struct fuse_session *se = v->mounts[i]->se;
+
+		if (!v->mounts[i]->mounted)
+			continue;
+		for (size_t k = 0; k < iv->nentries; k++)
+			fuse_lowlevel_notify_inval_entry(se, iv->entries[k].parent,
+							 iv->entries[k].name,
+							 strlen(iv->entries[k].name));
+		for (size_t k = 0; k < iv->n; k++)
+			fuse_lowlevel_notify_inval_inode(se, iv->inos[k], 0, 0);
+	}
+	pthread_mutex_unlock(&v->mounts_lock);
+}
+
+void
+eos_view_sync_mounts(struct eos_view *v)
+{
+	pthread_mutex_lock(&v->mounts_lock);
+	for (size_t i = 0; i < v->nmounts; i++) {
+		cleanup_close int fd = -1;
+
+		if (!v->mounts[i]->mounted)
+			continue;
+		fd = open(v->mounts[i]->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0)
+			syncfs(fd); /* best effort: what it misses joins the next delta */
+	}
+	pthread_mutex_unlock(&v->mounts_lock);
+}
+
 int
 eos_view_mount(struct eos_view *v, const char *mountpoint,
 	       const struct eos_view_mount_options *opts, struct eos_view_mount **ret,
@@ -799,6 +1204,11 @@ eos_view_mount(struct eos_view *v, const char *mountpoint,
 				     mountpoint);
 	}
 	m->mounted = true;
+	r = mounts_add(v, m);
+	if (r < 0) {
+		eos_view_mount_free(m);
+		return eos_error_set(err, r, "out of memory");
+	}
 	*ret = m;
 	return 0;
 }
@@ -837,6 +1247,8 @@ eos_view_mount_free(struct eos_view_mount *m)
 {
 	if (!m)
 		return;
+	if (m->view)
+		mounts_remove(m->view, m);
 	if (m->se) {
 		if (m->mounted)
 			fuse_session_unmount(m->se);

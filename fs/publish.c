@@ -12,7 +12,7 @@
 #include "common/cleanup.h"
 #include "common/hashmap.h"
 
-#include "fs/view.h"
+#include "fs/view-internal.h"
 
 struct moved_dir {
 	char *path, *origin;
@@ -399,30 +399,43 @@ stage_ctx_release(struct stage_ctx *c)
 	free(c->moved);
 }
 
-/* Open the session's view (not mounted) and stage its delta into p. */
-static int
-stage_delta(struct eos_store *st, const char *sandbox, const char *session, struct eos_publish *p,
-	    struct skipped *skipped, struct eos_error *err)
+int
+eos_view_stage(struct eos_view *v, struct eos_publish *p, char ***ret_skipped, size_t *ret_nskipped,
+	       struct eos_error *err)
 {
-	struct eos_view_options o = { .store = st, .sandbox = sandbox, .session = session };
-	EOS_CLEANUP(eos_view_closep) struct eos_view *v = NULL;
+	EOS_CLEANUP(skipped_release) struct skipped skipped = { 0 };
 	struct stage_ctx c = {
-		.st = st, .sandbox = sandbox, .p = p, .skipped = skipped, .err = err
+		.st = v->store, .sandbox = v->sandbox, .p = p, .skipped = &skipped, .err = err
 	};
-	int r = eos_view_open(&o, &v, err);
+	int r;
 
-	if (r < 0)
-		return r;
 	if (eos_view_version(v) != eos_publish_base(p))
 		return eos_error_set(err, -ESTALE, "session '%s' moved while being published",
-				     session);
+				     v->session);
 	r = eos_view_delta(v, stage_one, &c, err);
 	if (c.r < 0)
 		r = c.r;
 	if (r >= 0)
 		r = copy_moved(&c);
 	stage_ctx_release(&c);
-	return r < 0 ? r : 0;
+	if (r < 0)
+		return r;
+	*ret_skipped = TAKE_PTR(skipped.v);
+	*ret_nskipped = skipped.n;
+	skipped.n = 0;
+	return 0;
+}
+
+/* Open the session's view (not mounted), stage its delta into p and close it again. */
+static int
+stage_delta(struct eos_store *st, const char *sandbox, const char *session, struct eos_publish *p,
+	    struct skipped *skipped, struct eos_error *err)
+{
+	struct eos_view_options o = { .store = st, .sandbox = sandbox, .session = session };
+	EOS_CLEANUP(eos_view_closep) struct eos_view *v = NULL;
+	int r = eos_view_open(&o, &v, err);
+
+	return r ?: eos_view_stage(v, p, &skipped->v, &skipped->n, err);
 }
 
 int

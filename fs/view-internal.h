@@ -99,6 +99,9 @@ struct eos_node {
 	/* the write journal (journal.h) */
 	uint64_t jseq;	 /* newest journal record applied (stored with the record) */
 	uint8_t jcopyup; /* enum eos_jcopyup: a copy-up not yet journaled or checkpointed */
+	/* bumped when a live publish turns the node into a mirror of the new head (reset.c):
+	 * handles opened before reopen their lower content */
+	uint32_t gen;
 };
 
 struct eos_table_shard {
@@ -130,6 +133,18 @@ struct eos_opcache_slot {
 	int64_t expires_ns;
 };
 
+/*
+ * The view-wide gate (gate.c). Requests that change the view hold `writers` shared (then `all`
+ * shared); every other request holds `all` shared. A live publish or a fork holds `writers`
+ * exclusively while it captures the delta and the gate decides (reads go on), and a live publish
+ * also holds `all` exclusively while it resets the nodes. Both locks prefer writers, so a
+ * request never takes either twice: only the FUSE handlers (fs/ops.c) and the flusher take them.
+ */
+struct eos_gate {
+	pthread_rwlock_t writers;
+	pthread_rwlock_t all;
+};
+
 struct eos_view {
 	struct eos_store *store;
 	char *sandbox;
@@ -156,6 +171,10 @@ struct eos_view {
 	struct eos_opcache_slot opcache[EOS_OPCACHE_SLOTS];
 	struct eos_hashmap links; /* be64 link group → members at the version (links.c) */
 	_Atomic uint64_t freed;	  /* nodes freed since the last eos_view_tidy() gave memory back */
+	struct eos_gate gate;	  /* live publish and fork (gate.c) */
+	pthread_mutex_t mounts_lock;
+	struct eos_view_mount **mounts; /* every mount serving the view (fs/ops.c) */
+	size_t nmounts, mounts_cap;
 };
 
 /* An open file. */
@@ -164,9 +183,10 @@ struct eos_handle {
 	struct eos_file *lower; /* lower content, while the node has no data file */
 	uint32_t op;		/* write log operation index, once resolved */
 	bool op_resolved;
-	bool writer; /* counted in node->writers */
-	pid_t pid;   /* the opener, resolved to an operation at the first write */
-	int flags;   /* open flags */
+	bool writer;	    /* counted in node->writers */
+	pid_t pid;	    /* the opener, resolved to an operation at the first write */
+	int flags;	    /* open flags */
+	uint32_t lower_gen; /* node->gen that `lower` was opened for */
 };
 
 /* inode.c: the node table */
@@ -339,6 +359,58 @@ void eos_flusher_queue(struct eos_view *v, struct eos_node *n);
 bool eos_flusher_take(struct eos_view *v, uint64_t **ret, size_t *ret_n);
 /* Write the records of these nodes (failures stay queued); true when every write succeeded. */
 bool eos_flusher_checkpoint(struct eos_view *v, const uint64_t *inos, size_t n);
+
+/* gate.c */
+void eos_gate_init(struct eos_gate *g);
+void eos_gate_destroy(struct eos_gate *g);
+/* A request that changes the view: enter before, leave after its reply. */
+void eos_gate_write_enter(struct eos_view *v);
+void eos_gate_write_leave(struct eos_view *v);
+/* Any other request. */
+void eos_gate_read_enter(struct eos_view *v);
+void eos_gate_read_leave(struct eos_view *v);
+/* Stop the requests that change the view (and the flusher); wait for those running. */
+void eos_gate_close_writers(struct eos_view *v);
+/* Also stop every other request (after eos_gate_close_writers). */
+void eos_gate_close_all(struct eos_view *v);
+/* Undo eos_gate_close_all (when taken) and eos_gate_close_writers. */
+void eos_gate_open(struct eos_view *v, bool all);
+
+/*
+ * What a reset asks the kernel to forget (reset.c fills it, fs/ops.c sends it to every mount
+ * after the gate is open again: a notification sent while a request waits for the gate could
+ * wait for that request's kernel locks).
+ */
+struct eos_inval_entry {
+	uint64_t parent;
+	char *name;
+};
+struct eos_inval {
+	uint64_t *inos;
+	size_t n, cap;
+	struct eos_inval_entry *entries;
+	size_t nentries, entries_cap;
+};
+void eos_inval_release(struct eos_inval *iv);
+/* ops.c: send iv to every mount of v. */
+void eos_view_invalidate(struct eos_view *v, const struct eos_inval *iv);
+/* ops.c: have the kernel write its cached writes of every mount of v (writeback; gate open). */
+void eos_view_sync_mounts(struct eos_view *v);
+
+/* reset.c: after the store moved the session to `version` with an empty delta (a live publish),
+ * make the view show that version: every node the kernel knows keeps its inode number and
+ * becomes a mirror of its path at the new version, or a detached node when the path is gone.
+ * Gate closed to all. Fills iv. */
+int eos_view_reset(struct eos_view *v, uint64_t version, struct eos_inval *iv,
+		   struct eos_error *err);
+/* view.c: give a fresh session's root its record (the root of a session is always upper). */
+int eos_view_root_upper(struct eos_view *v);
+/* journal.c: a new incarnation (new nonce, new generation) after the data directory was reset. */
+int eos_journal_restart(struct eos_view *v, struct eos_error *err);
+/* publish.c: stage v's delta into p (v's version must be p's base); skipped sockets are
+ * returned in *ret_skipped (caller frees each and the array). */
+int eos_view_stage(struct eos_view *v, struct eos_publish *p, char ***ret_skipped,
+		   size_t *ret_nskipped, struct eos_error *err);
 
 /* view.c: periodic housekeeping from the flusher thread (memory of freed nodes). */
 void eos_view_tidy(struct eos_view *v);

@@ -44,6 +44,8 @@ view_alloc(void)
 	eos_journal_init(&v->journal);
 	pthread_mutex_init(&v->links_lock, NULL);
 	pthread_mutex_init(&v->opcache_lock, NULL);
+	pthread_mutex_init(&v->mounts_lock, NULL);
+	eos_gate_init(&v->gate);
 	atomic_store(&v->next_ino, EOS_ROOT_INO + 1);
 	return v;
 }
@@ -76,8 +78,8 @@ root_from_lower(struct eos_view *v, struct eos_error *err)
 }
 
 /* A new session's root becomes upper at once: every copy-up ends there. */
-static int
-root_make_upper(struct eos_view *v)
+int
+eos_view_root_upper(struct eos_view *v)
 {
 	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
 	struct eos_node *root = eos_node_get(v, EOS_ROOT_INO);
@@ -214,7 +216,7 @@ view_load(struct eos_view *v, const struct eos_view_options *o, struct eos_error
 	discard_stray_data(v);
 	if (!eos_node_get(v, EOS_ROOT_INO)) {
 		r = root_from_lower(v, err);
-		r = r ?: root_make_upper(v);
+		r = r ?: eos_view_root_upper(v);
 	}
 	if (r == 0 && eos_flusher_start(v) < 0)
 		r = eos_error_set(err, -EAGAIN, "session '%s': cannot start the flusher",
@@ -313,6 +315,9 @@ eos_view_close(struct eos_view *v)
 	eos_hashmap_release(&v->links);
 	pthread_mutex_destroy(&v->links_lock);
 	pthread_mutex_destroy(&v->opcache_lock);
+	pthread_mutex_destroy(&v->mounts_lock);
+	eos_gate_destroy(&v->gate);
+	free(v->mounts);
 	if (v->data_dirfd >= 0)
 		close(v->data_dirfd);
 	free(v->data_dir);

@@ -232,10 +232,10 @@ eos_publish_commit(struct eos_publish *p, struct eos_publish_result *ret, struct
 	/* the change set is spent: unpin now, so the squash told below can free chunks at once */
 	eos_changeset_free(TAKE_PTR(p->cs));
 	if (ret->status == EOS_PUBLISH_PUBLISHED) {
-		if (p->session)
+		if (p->session && !p->keep_session_dir)
 			eos_session_dirs_remove(p->st, p->sandbox, p->session, NULL);
 		eos_autosquash_notify(p->st, p->sandbox);
-	} else if (ret->status == EOS_PUBLISH_NO_OP && p->session) {
+	} else if (ret->status == EOS_PUBLISH_NO_OP && p->session && !p->keep_session_dir) {
 		eos_session_dirs_remove(p->st, p->sandbox, p->session, NULL);
 	}
 	ret->total_ns = eos_mono_ns() - t0 + (was_prepared ? p->prepare_ns : 0);

@@ -72,6 +72,7 @@ begin_session(struct eos_publish *p, const struct eos_publish_options *o, struct
 	if (!p->session)
 		return -ENOMEM;
 	p->session_created_ns = info.created_ns;
+	p->keep_session_dir = o->keep_session_dir;
 	if (o->base && o->base != info.version)
 		return eos_error_set(
 			err, -EINVAL,

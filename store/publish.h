@@ -95,7 +95,8 @@ struct eos_publish {
 	uint64_t sbx;
 	char *session; /* NULL: a plain change set */
 	int64_t session_created_ns;
-	uint64_t base; /* 0: blind (a plain change set without a base) */
+	bool keep_session_dir; /* eos_publish_options.keep_session_dir */
+	uint64_t base;	       /* 0: blind (a plain change set without a base) */
 	bool blind;
 	char owner[EOS_OWNER_MAX + 1];
 	struct eos_changeset *cs;

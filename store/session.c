@@ -281,6 +281,106 @@ eos_session_stage_reset(struct eos_kv_batch *b, uint64_t sbx, const char *name, 
 	return eos_lease_stage(b, sbx, lease, v);
 }
 
+struct copy_ctx {
+	struct eos_kv_batch *b;
+	struct eos_buf key; /* the new session's delta prefix, then each key */
+	size_t prefix_len, from_len;
+};
+
+static int
+copy_one(void *ctx, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
+{
+	struct copy_ctx *c = ctx;
+	int r;
+
+	eos_buf_truncate(&c->key, c->prefix_len);
+	r = eos_buf_append(&c->key, k + c->from_len, klen - c->from_len);
+	if (r == 0)
+		eos_kv_batch_put(c->b, EOS_CF_SESSION, c->key.data, c->key.len, v, vlen);
+	return r;
+}
+
+/* Stage a copy of every delta record of from as name's. */
+static int
+copy_records(struct eos_store *st, uint64_t sbx, const char *from, const char *name,
+	     struct eos_kv_batch *b, struct eos_error *err)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf lo = { 0 }, hi = { 0 };
+	struct copy_ctx c = { .b = b };
+	int r = session_key(&lo, sbx, from, TAG_DELTA);
+
+	r = r ?: session_key(&hi, sbx, from, TAG_DELTA + 1);
+	r = r ?: session_key(&c.key, sbx, name, TAG_DELTA);
+	if (r < 0) {
+		eos_buf_release(&c.key);
+		return eos_error_set(err, r, "session '%s': out of memory", name);
+	}
+	c.prefix_len = c.key.len;
+	c.from_len = lo.len;
+	struct eos_kv_scan s = { .cf = EOS_CF_SESSION,
+				 .lo = lo.data,
+				 .llen = lo.len,
+				 .hi = hi.data,
+				 .hlen = hi.len,
+				 .values = true,
+				 .fn = copy_one,
+				 .ctx = &c };
+	r = eos_kv_scan(st->kv, &s, err);
+	eos_buf_release(&c.key);
+	return r;
+}
+
+static int
+copy_write(struct eos_store *st, uint64_t sbx, const char *name,
+	   const struct eos_session_info *from, struct eos_kv_batch *b,
+	   struct eos_session_info *ret, struct eos_error *err)
+{
+	EOS_CLEANUP(eos_buf_release) struct eos_buf key = { 0 }, val = { 0 };
+	char lease[EOS_LEASE_NAME_MAX + 1];
+	int64_t now = eos_store_now_ns();
+	int r = session_key(&key, sbx, name, TAG_RECORD);
+
+	r = r ?: eos_buf_append_u8(&val, RECORD_FORMAT);
+	r = r ?: eos_buf_append_le64(&val, from->version);
+	r = r ?: eos_buf_append_le64(&val, (uint64_t)now);
+	r = r ?: lease_name(name, lease, sizeof(lease));
+	r = r ?: eos_lease_stage(b, sbx, lease, from->version);
+	if (r < 0)
+		return eos_error_set(err, r, "session '%s': out of memory", name);
+	eos_kv_batch_put(b, EOS_CF_SESSION, key.data, key.len, val.data, val.len);
+	r = eos_space_check(&st->space, EOS_SPACE_GROW, eos_kv_batch_bytes(b), err);
+	r = r ?: eos_kv_batch_write(st->kv, b, true, err);
+	if (r == 0 && ret)
+		record_decode(val.data, val.len, name, ret);
+	return r;
+}
+
+int
+eos_store_session_copy(struct eos_store *st, const char *sandbox, const char *from,
+		       const char *name, struct eos_session_info *ret, struct eos_error *err)
+{
+	EOS_CLEANUP(eos_kv_batch_freep) struct eos_kv_batch *b = NULL;
+	struct eos_session_info src, old;
+	uint64_t sbx;
+	int r = session_resolve(st, sandbox, name, &sbx, err);
+
+	r = r ?: eos_session_name_check(from, err);
+	r = r ?: record_read(st, sbx, sandbox, from, &src, err);
+	if (r < 0)
+		return r;
+	if (record_read(st, sbx, sandbox, name, &old, NULL) == 0)
+		return eos_error_set(err, -EEXIST, "session '%s' of sandbox '%s' already exists",
+				     name, sandbox);
+	if (eos_kv_batch_new(&b) < 0)
+		return eos_error_set(err, -ENOMEM, "session '%s': out of memory", name);
+	/* under the writer lock, as a lease is acquired: squash sees no lease or a valid one */
+	pthread_mutex_lock(&st->write_lock);
+	r = copy_records(st, sbx, from, name, b, err);
+	r = r ?: copy_write(st, sbx, name, &src, b, ret, err);
+	pthread_mutex_unlock(&st->write_lock);
+	return r < 0 ? eos_error_prefix(err, r, "fork session '%s' as '%s'", from, name) : 0;
+}
+
 int
 eos_store_session_remove(struct eos_store *st, const char *sandbox, const char *name,
 			 struct eos_error *err)

@@ -515,6 +515,15 @@ int eos_store_session_list(struct eos_store *st, const char *sandbox, struct eos
 /* Delete the session: its records and lease (one synced batch), then its data directory. */
 int eos_store_session_remove(struct eos_store *st, const char *sandbox, const char *name,
 			     struct eos_error *err);
+/*
+ * Create session name as a copy of session from: the same version (leased anew) and every delta
+ * record of from, in one synced batch with the new session's record and lease, so that a crash
+ * leaves either no session or the whole copy. -EEXIST when name exists, -ENOENT when from does
+ * not. Data files are the caller's: copy them into name's data directory first. The caller
+ * keeps from's records still meanwhile. ret may be NULL.
+ */
+int eos_store_session_copy(struct eos_store *st, const char *sandbox, const char *from,
+			   const char *name, struct eos_session_info *ret, struct eos_error *err);
 /* Path of the session's data directory (created with mode 0700 when missing). Caller owns. */
 int eos_store_session_dir(struct eos_store *st, const char *sandbox, const char *name, char **ret,
 			  struct eos_error *err);
@@ -564,8 +573,9 @@ EOS_DEFINE_CLEANUP(struct eos_session_batch *, eos_session_batch_free)
  * commit, for merges) and never modified. Threads: one publish is driven by one thread; any number
  * of publishes may run at once (their commits serialise on the writer lock, nothing else does).
  * A session publish that is PUBLISHED also resets the session atomically in the same batch: its
- * delta records are deleted and its lease moves to the new head (its data directory is emptied
- * after the batch); a REJECTED or failed one leaves the session exactly as it was.
+ * delta records are deleted and its lease moves to the new head (its data directory is removed
+ * after the batch, unless keep_session_dir); a REJECTED or failed one leaves the session exactly
+ * as it was.
  */
 struct eos_publish;
 
@@ -590,6 +600,11 @@ struct eos_publish_options {
 	 * "workspace_session:<name>" for a session, else "unknown".
 	 */
 	const char *owner;
+	/*
+	 * A session publish leaves the session's data directory in place (its owner empties it
+	 * itself: a live view still reads its data files until it follows the new version).
+	 */
+	bool keep_session_dir;
 };
 
 /* One staged regular file: exactly one of data_path, data (with len) and content is set. */

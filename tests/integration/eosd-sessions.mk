@@ -1,1 +1,20 @@
-# eosd-sessions integration tests: included by tests/local.mk.
+# eosd-sessions tests: included by tests/local.mk. The unit tests call the session and file
+# handlers directly over a real store and real FUSE mounts (supervisor/session.h).
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/test-eosd-session tests/unit/test-eosd-session-publish
+
+EOSD_SESSION_TEST_SOURCES = tests/unit/test-eosd-session-util.c \
+	tests/unit/test-eosd-session-util.h
+tests_unit_test_eosd_session_SOURCES = tests/unit/test-eosd-session.c \
+	$(EOSD_SESSION_TEST_SOURCES)
+tests_unit_test_eosd_session_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_eosd_session_LDADD = $(EOSD_LIBS) $(TEST_LDADD)
+tests_unit_test_eosd_session_publish_SOURCES = tests/unit/test-eosd-session-publish.c \
+	$(EOSD_SESSION_TEST_SOURCES)
+tests_unit_test_eosd_session_publish_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_eosd_session_publish_LDADD = $(EOSD_LIBS) $(TEST_LDADD)
+endif
+
+# Sessions and file operations through a real eosd, over its socket with curl.
+TESTS += tests/integration/eosd-sessions.sh
+EXTRA_DIST += tests/integration/eosd-sessions.sh

@@ -8,7 +8,9 @@ UNIT_TESTS += \
 	tests/unit/test-writelog \
 	tests/unit/test-session \
 	tests/unit/test-view \
-	tests/unit/test-journal
+	tests/unit/test-journal \
+	tests/unit/test-publish-live \
+	tests/unit/test-fork
 
 FS_TEST_LDADD = fs/libeos-fs.a $(TEST_LDADD) $(FUSE_LIBS) -lpthread
 
@@ -25,4 +27,12 @@ tests_unit_test_journal_SOURCES = tests/unit/test-journal.c tests/unit/view-util
 	tests/unit/view-util.h
 tests_unit_test_journal_CFLAGS = $(TEST_CFLAGS) $(FUSE_CFLAGS)
 tests_unit_test_journal_LDADD = $(FS_TEST_LDADD)
+tests_unit_test_publish_live_SOURCES = tests/unit/test-publish-live.c tests/unit/view-util.c \
+	tests/unit/view-util.h tests/unit/live-util.c tests/unit/live-util.h
+tests_unit_test_publish_live_CFLAGS = $(TEST_CFLAGS) $(FUSE_CFLAGS)
+tests_unit_test_publish_live_LDADD = $(FS_TEST_LDADD)
+tests_unit_test_fork_SOURCES = tests/unit/test-fork.c tests/unit/view-util.c tests/unit/view-util.h \
+	tests/unit/live-util.c tests/unit/live-util.h
+tests_unit_test_fork_CFLAGS = $(TEST_CFLAGS) $(FUSE_CFLAGS)
+tests_unit_test_fork_LDADD = $(FS_TEST_LDADD)
 endif

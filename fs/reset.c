@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs/reset: a live publish's second half in memory (doc/fs.md, "Live publish and fork"). The
+ * store has already moved the session to the new version with an empty delta; the view follows.
+ *
+ * The kernel holds inode numbers (lookups, open files, working directories) that must stay
+ * valid, so no node is freed or renumbered: every node at a path of the new version becomes a
+ * mirror of that path (a lower node, its identity mapped to its inode number so that a lookup
+ * finds it again), and every other node is detached (unlinked: open files keep their data file,
+ * nothing of them is ever written again). Handles find their node's new content through
+ * node->gen (file.c). What the kernel may have cached differently is listed for invalidation.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/cleanup.h"
+#include "common/log.h"
+
+#include "fs/view-internal.h"
+
+enum {
+	PATH_DEPTH_MAX = 4096,
+};
+
+void
+eos_inval_release(struct eos_inval *iv)
+{
+	for (size_t i = 0; i < iv->nentries; i++)
+		free(iv->entries[i].name);
+	free(iv->entries);
+	free(iv->inos);
+	*iv = (struct eos_inval){ 0 };
+}
+
+static int
+inval_ino(struct eos_inval *iv, uint64_t ino)
+{
+	if (eos_buf_array_reserve(&iv->inos, &iv->cap, iv->n, sizeof(*iv->inos), 64) < 0)
+		return -ENOMEM;
+	iv->inos[iv->n++] = ino;
+	return 0;
+}
+
+static int
+inval_entry(struct eos_inval *iv, uint64_t parent, const char *name, size_t len)
+{
+	char *copy = strndup(name, len);
+
+	if (!copy || eos_buf_array_reserve(&iv->entries, &iv->entries_cap, iv->nentries,
+					   sizeof(*iv->entries), 64) < 0) {
+		free(copy);
+		return -ENOMEM;
+	}
+	iv->entries[iv->nentries++] = (struct eos_inval_entry){ .parent = parent, .name = copy };
+	return 0;
+}
+
+/* One node of the table and where the view shows it (NULL: nowhere, it is detached). */
+struct reset_node {
+	struct eos_node *n;
+	char *path;
+};
+
+struct reset {
+	struct eos_view *v;
+	struct reset_node *nodes;
+	size_t n, cap;
+	struct eos_inval *iv;
+};
+
+/* Whether p shows n under name: p's dirent names n, or p has none and n is p's lower child. */
+static bool
+shown_in(struct eos_node *p, const struct eos_node *n)
+{
+	const union eos_hashmap_value *slot;
+
+	if (!eos_node_is_dir(p) || (p->nlink == 0 && p->ino != EOS_ROOT_INO))
+		return false;
+	slot = eos_hashmap_find(&p->dirents, n->name, strlen(n->name));
+	if (slot && slot->u64 != EOS_DIRENT_ABSENT)
+		return slot->u64 == n->ino;
+	return !(n->flags & EOS_NODE_UPPER) && !(p->flags & EOS_NODE_OPAQUE);
+}
+
+/* n's path from its primary link up to the root, or NULL when the chain is broken. */
+static char *
+path_of(struct eos_view *v, struct eos_node *n)
+{
+	cleanup_free char *path = strdup("");
+	unsigned depth = 0;
+
+	while (path && n->ino != EOS_ROOT_INO) {
+		struct eos_node *p = eos_node_get(v, n->parent);
+		char *longer = NULL;
+
+		if (!p || n->nlink == 0 || !n->name || !shown_in(p, n) || ++depth > PATH_DEPTH_MAX)
+			return NULL;
+		if (asprintf(&longer, "%s%s%s", n->name, *path ? "/" : "", path) < 0)
+			return NULL;
+		free(path);
+		path = longer;
+		n = p;
+	}
+	return TAKE_PTR(path);
+}
+
+/* Every node of the table with its path (computed before any node changes). */
+static int
+collect(struct reset *rs)
+{
+	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
+		struct eos_hashmap_iter it = { 0 };
+
+		while (eos_hashmap_next(&rs->v->shards[i].nodes, &it)) {
+			struct eos_node *n = it.value->ptr;
+
+			if (!n)
+				continue;
+			if (eos_buf_array_reserve(&rs->nodes, &rs->cap, rs->n, sizeof(*rs->nodes),
+						  64) < 0)
+				return -ENOMEM;
+			rs->nodes[rs->n++] = (struct reset_node){ .n = n };
+		}
+	}
+	for (size_t i = 0; i < rs->n; i++)
+		rs->nodes[i].path = path_of(rs->v, rs->nodes[i].n);
+	return 0;
+}
+
+/* The names of an upper directory the session changed: the kernel forgets its entries. */
+static int
+inval_dirents(struct reset *rs, struct eos_node *p)
+{
+	struct eos_hashmap_iter it = { 0 };
+	int r = 0;
+
+	while (r == 0 && eos_hashmap_next(&p->dirents, &it))
+		r = inval_entry(rs->iv, p->ino, it.key, it.klen);
+	return r;
+}
+
+/* Forget everything n held of the session (its records went with the store's reset). */
+static void
+drop_session_state(struct eos_node *n)
+{
+	eos_hashmap_release(&n->dirents);
+	n->dirents_absent = 0;
+	eos_dirlist_free(n->list);
+	n->list = NULL;
+	eos_xattrs_free(n);
+	eos_writelog_release(&n->log);
+	eos_writelog_release(&n->present);
+	n->lower_limit = 0;
+	eos_file_close(n->lower_file);
+	n->lower_file = NULL;
+	free(n->target);
+	n->target = NULL;
+	if (n->data_fd >= 0)
+		close(n->data_fd);
+	n->data_fd = -1;
+	n->jseq = 0;
+	n->jcopyup = EOS_JCOPYUP_NONE;
+}
+
+struct list_ctx {
+	struct reset *rs;
+	uint64_t dir;
+};
+
+static int
+inval_child(void *ctx, const char *name, const struct eos_stat *st)
+{
+	struct list_ctx *c = ctx;
+
+	(void)st;
+	return inval_entry(c->rs->iv, c->dir, name, strlen(name));
+}
+
+/* Names another publish may have created in directory n (path) the kernel may hold negative. */
+static int
+inval_children(struct reset *rs, struct eos_node *n, const char *path)
+{
+	struct list_ctx c = { .rs = rs, .dir = n->ino };
+	int r = eos_store_readdir(rs->v->store, rs->v->sandbox, rs->v->version, path, NULL,
+				  inval_child, &c, NULL);
+
+	return r < 0 && r != -ENOENT && r != -ENOTDIR ? r : 0;
+}
+
+static bool
+entry_changed(const struct eos_node *n, const char *path, const struct eos_stat *st)
+{
+	return n->flags & EOS_NODE_UPPER || !n->lst || !n->lower || strcmp(n->lower, path) != 0 ||
+	       n->lst->version != st->version || n->lst->kind != st->kind;
+}
+
+/* n becomes the mirror of path, whose entry at the new version is st. */
+static int
+mirror(struct reset *rs, struct eos_node *n, const char *path, const struct eos_stat *st)
+{
+	bool changed = entry_changed(n, path, st);
+	char *lower = strdup(path);
+	struct eos_stat *lst = malloc(sizeof(*lst));
+	int r = lower && lst ? 0 : -ENOMEM;
+
+	if (r == 0 && changed && n->flags & EOS_NODE_UPPER && eos_node_is_dir(n))
+		r = inval_dirents(rs, n);
+	if (r == 0 && changed && eos_node_is_dir(n))
+		r = inval_children(rs, n, path);
+	if (r == 0 && changed)
+		r = inval_ino(rs->iv, n->ino);
+	if (r < 0) {
+		free(lower);
+		free(lst);
+		return r;
+	}
+	drop_session_state(n);
+	*lst = *st;
+	free(n->lst);
+	n->lst = lst;
+	free(n->lower);
+	n->lower = lower;
+	n->flags = 0;
+	eos_node_fill_lower(n, st);
+	if (st->kind == EOS_KIND_FILE && st->link_group)
+		n->nlink = eos_links_count(rs->v, st->link_group);
+	n->gen++;
+	return eos_node_identity_set(rs->v, path, st->link_group, n->ino);
+}
+
+/* n is nowhere at the new version: unlinked, never written again; the kernel forgets it. */
+static int
+detach(struct reset *rs, struct eos_node *n)
+{
+	int r = 0;
+
+	if (n->nlink > 0 && n->name)
+		r = inval_entry(rs->iv, n->parent, n->name, strlen(n->name));
+	r = r ?: inval_ino(rs->iv, n->ino);
+	n->nlink = 0;
+	n->flags &= ~(unsigned)EOS_NODE_QUEUED;
+	if (n->flags & EOS_NODE_UPPER)
+		n->flags |= EOS_NODE_GONE; /* its records are gone with the reset */
+	n->gen++;
+	return r;
+}
+
+static int
+reset_one(struct reset *rs, struct reset_node *rn)
+{
+	struct eos_stat st;
+	int r;
+
+	if (!rn->path)
+		return detach(rs, rn->n);
+	r = eos_store_stat(rs->v->store, rs->v->sandbox, rs->v->version, rn->path, &st, NULL);
+	if (r == -ENOENT || r == -ENOTDIR ||
+	    (r == 0 && eos_node_kind_type(st.kind) != (rn->n->mode & S_IFMT)))
+		return detach(rs, rn->n); /* a socket (not published), or replaced */
+	return r < 0 ? r : mirror(rs, rn->n, rn->path, &st);
+}
+
+static void
+reset_release(struct reset *rs)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		free(rs->nodes[i].path);
+	free(rs->nodes);
+}
+
+/*
+ * The store's reset left the data directory in place (reads went on until now): empty it. Open
+ * data files (detached nodes) live on unlinked.
+ */
+static int
+empty_data_dir(struct eos_view *v, struct eos_error *err)
+{
+	int fd = openat(v->data_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cleanup_closedir DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d && fd >= 0)
+		close(fd);
+	if (!d)
+		return eos_error_set(err, eos_neg_errno(), "session '%s': open '%s': %m",
+				     v->session, v->data_dir);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && unlinkat(v->data_dirfd, e->d_name, 0) < 0 &&
+		    errno != ENOENT)
+			return eos_error_set(err, eos_neg_errno(),
+					     "session '%s': remove '%s/%s': %m", v->session,
+					     v->data_dir, e->d_name);
+	return 0;
+}
+
+/* Identities and link counts belong to a version: start both again. */
+static void
+reset_maps(struct eos_view *v)
+{
+	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++)
+		eos_hashmap_release(&v->idshards[i].ids);
+	pthread_mutex_lock(&v->links_lock);
+	eos_hashmap_release(&v->links);
+	v->links_loaded = false;
+	pthread_mutex_unlock(&v->links_lock);
+}
+
+/* The operation table stays (handles hold its indexes): record it in the new delta. */
+static int
+record_ops(struct eos_view *v)
+{
+	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
+	struct eos_opstable *t = &v->ops;
+	int r = eos_delta_batch(v, &b);
+
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; r == 0 && i < t->n; i++)
+		if (t->names[i])
+			r = eos_delta_put_op((uint32_t)i, t->names[i], b);
+	pthread_mutex_unlock(&t->lock);
+	return r ?: eos_delta_commit(v, b, false);
+}
+
+static void
+drop_flusher_queue(struct eos_view *v)
+{
+	uint64_t *inos = NULL;
+	size_t n = 0;
+
+	eos_flusher_take(v, &inos, &n);
+	free(inos);
+}
+
+int
+eos_view_reset(struct eos_view *v, uint64_t version, struct eos_inval *iv, struct eos_error *err)
+{
+	struct reset rs = { .v = v, .iv = iv };
+	int r = collect(&rs), e;
+
+	v->version = version;
+	reset_maps(v);
+	drop_flusher_queue(v);
+	for (size_t i = 0; r >= 0 && i < rs.n; i++)
+		r = reset_one(&rs, &rs.nodes[i]);
+	reset_release(&rs);
+	if (r < 0)
+		eos_error_set(err, r, "session '%s': cannot show version %llu: %s", v->session,
+			      (unsigned long long)version, strerror(-r));
+	e = empty_data_dir(v, r < 0 ? NULL : err);
+	e = e ?: eos_journal_restart(v, r < 0 ? NULL : err);
+	if (e == 0 && (e = eos_view_root_upper(v) ?: record_ops(v)) < 0 && r >= 0)
+		eos_error_set(err, e, "session '%s': cannot write its new root record: %s",
+			      v->session, strerror(-e));
+	return r < 0 ? r : e;
+}

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * supervisor/session-ops: the handlers of the workspace session operations (create, list,
+ * inspect, destroy, mount, unmount, fork, publish; supervisor/session.h).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/cleanup.h"
+#include "common/errkind.h"
+#include "common/json.h"
+
+#include "supervisor/ops.h"
+#include "supervisor/session-internal.h"
+
+static const char *
+arg_str(const struct eosd_call *c, const char *name)
+{
+	return json_string_value(json_object_get(c->args, name));
+}
+
+static json_t *
+mounts_json(const struct eosd_session *s)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 1; a && i < EOSD_SESSION_MOUNTS; i++)
+		if (s->mounts[i].path)
+			eos_json_push(a, json_string(s->mounts[i].path));
+	return a;
+}
+
+/* What create and fork answer. */
+static json_t *
+session_json(const struct eosd_session *s)
+{
+	return json_pack("{s:s,s:s,s:o,s:s?}", "workspace_session_id", s->name, "sandbox_id",
+			 s->sandbox, "base_version", eosd_json_version(eos_view_version(s->view)),
+			 "mount_path", s->mounts[0].path);
+}
+
+static int
+parse_version(const struct eosd_call *c, uint64_t *ret, struct eos_error *err)
+{
+	const char *v = arg_str(c, "version");
+
+	*ret = 0;
+	if (v && eos_layer_id_parse(v, ret) < 0)
+		return eos_error_set(err, -EINVAL, "argument 'version': '%s' is not a layer id", v);
+	return 0;
+}
+
+/* The new session's id: the argument, else ws-<hex>. */
+static int
+new_id(const struct eosd_call *c, const char *arg, char *out, size_t size, struct eos_error *err)
+{
+	const char *id = arg_str(c, arg);
+
+	if (!id) {
+		eosd_random_id("ws-", out, size);
+		return 0;
+	}
+	snprintf(out, size, "%s", id);
+	return eos_session_name_check(id, err);
+}
+
+/* Serve the session just created in the store; on failure remove it again. */
+static int
+serve_new(struct eosd *d, const char *sandbox, const char *name, json_t **out,
+	  struct eos_error *err)
+{
+	struct eosd_session *s = NULL;
+	int r = eosd_session_serve(d, sandbox, name, NULL, err);
+
+	if (r < 0) {
+		eos_store_session_remove(d->store, sandbox, name, NULL);
+		return r;
+	}
+	r = eosd_session_get(d, sandbox, name, &s, err);
+	if (r == 0 && !(*out = session_json(s)))
+		r = eos_error_set(err, -ENOMEM, "out of memory");
+	eosd_session_put(d, s);
+	return r;
+}
+
+int
+eosd_op_create_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
+				 struct eos_error *err)
+{
+	char name[EOS_SESSION_NAME_MAX + 1];
+	struct eos_sandbox_info sb;
+	uint64_t v;
+	int r = parse_version(c, &v, err);
+
+	r = r ?: new_id(c, "workspace_session_id", name, sizeof(name), err);
+	r = r ?: eos_store_sandbox_get(d->store, c->sandbox_id, &sb, err);
+	r = r ?: eos_store_session_create(d->store, c->sandbox_id, name, v, NULL, err);
+	return r ?: serve_new(d, c->sandbox_id, name, out, err);
+}
+
+/* --- list and inspect --------------------------------------------------------------------------
+ */
+
+static const char *
+state_of(const struct eosd_session *s)
+{
+	if (s->error || !s->view)
+		return "failed";
+	return s->mounts[0].path ? "live" : "unmounted";
+}
+
+static json_t *
+row_of(struct eosd *d, struct eosd_session *s)
+{
+	json_t *row;
+
+	eosd_session_reap(d, s);
+	row = json_pack("{s:s,s:s,s:s,s:s?,s:o,s:o}", "workspace_session_id", s->name, "sandbox_id",
+			s->sandbox, "state", state_of(s), "mount_path", s->mounts[0].path, "mounts",
+			mounts_json(s), "created", eosd_json_time(s->created_ns));
+	if (row && s->view)
+		eos_json_set(row, "base_version", eosd_json_version(eos_view_version(s->view)));
+	if (row && s->error)
+		eos_json_set(row, "error", json_string(s->error));
+	return row;
+}
+
+/* The names of the sandbox's sessions, sorted. */
+static int
+names_of(struct eosd *d, const char *sandbox, struct eos_session_info **ret, size_t *ret_n,
+	 struct eos_error *err)
+{
+	int r = eos_store_sandbox_get(d->store, sandbox, &(struct eos_sandbox_info){ 0 }, err);
+
+	return r ?: eos_store_session_list(d->store, sandbox, ret, ret_n, err);
+}
+
+int
+eosd_op_list_workspace_sessions(struct eosd *d, struct eosd_call *c, json_t **out,
+				struct eos_error *err)
+{
+	cleanup_free struct eos_session_info *v = NULL;
+	EOS_CLEANUP(json_decrefp) json_t *rows = json_array();
+	size_t n = 0;
+	int r = rows ? names_of(d, c->sandbox_id, &v, &n, err) : -ENOMEM;
+
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct eosd_session *s;
+
+		if (eosd_session_get(d, c->sandbox_id, v[i].name, &s, NULL) < 0)
+			continue; /* destroyed meanwhile */
+		r = eos_json_push(rows, row_of(d, s));
+		eosd_session_put(d, s);
+	}
+	if (r == -ENOMEM || (r == 0 && !(*out = json_pack("{s:s,s:O}", "sandbox_id", c->sandbox_id,
+							  "sessions", rows))))
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	return r;
+}
+
+struct delta_count {
+	uint64_t paths, bytes;
+};
+
+static int
+count_change(void *ctx, const struct eos_delta_entry *e)
+{
+	struct delta_count *n = ctx;
+
+	if (e->change == EOS_DELTA_DIR)
+		return 0;
+	n->paths++;
+	if (e->change == EOS_DELTA_PUT && S_ISREG(e->mode) && e->data_path)
+		n->bytes += e->size;
+	return 0;
+}
+
+int
+eosd_op_inspect_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
+				  struct eos_error *err)
+{
+	struct delta_count n = { 0 };
+	struct eosd_session *s = NULL;
+	int r = eosd_session_get(d, c->sandbox_id, arg_str(c, "workspace_session_id"), &s, err);
+
+	if (r == 0 && s->view)
+		r = eos_view_delta(s->view, count_change, &n, err);
+	if (r == 0 && !(*out = row_of(d, s)))
+		r = eos_error_set(err, -ENOMEM, "out of memory");
+	if (r == 0 && s->view)
+		eos_json_set(*out, "delta",
+			     json_pack("{s:o,s:o}", "paths", eos_json_u64(n.paths), "bytes",
+				       eos_json_u64(n.bytes)));
+	eosd_session_put(d, s);
+	return r;
+}
+
+/* --- destroy, mount, unmount -------------------------------------------------------------------
+ */
+
+int
+eosd_op_destroy_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
+				  struct eos_error *err)
+{
+	struct eosd_session *s = NULL;
+	int r = eosd_session_get(d, c->sandbox_id, arg_str(c, "workspace_session_id"), &s, err);
+
+	r = r ?: eosd_session_destroy_locked(d, s, err);
+	if (r == 0 && !(*out = json_pack("{s:s,s:s,s:b}", "workspace_session_id", s->name,
+					 "sandbox_id", s->sandbox, "destroyed", 1)))
+		r = eos_error_set(err, -ENOMEM, "out of memory");
+	eosd_session_put(d, s);
+	return r;
+}
+
+static int
+free_slot(struct eosd_session *s, const char *path, size_t *ret, struct eos_error *err)
+{
+	*ret = 0;
+	for (size_t i = 0; i < EOSD_SESSION_MOUNTS; i++) {
+		if (s->mounts[i].path && !strcmp(s->mounts[i].path, path))
+			return eos_error_set(err, -EEXIST,
+					     "argument 'path': '%s' already shows "
+					     "session '%s'",
+					     path, s->name);
+		if (!s->mounts[i].path && i > 0 && *ret == 0)
+			*ret = i;
+	}
+	if (*ret == 0)
+		return eos_error_set(err, -EBUSY,
+				     "session '%s' is mounted at %d directories already", s->name,
+				     EOSD_SESSION_MOUNTS - 1);
+	return 0;
+}
+
+/* The directory path names, resolved (so that one directory is one mount), outside eosd's
+ * runtime directory (the views it serves itself). Caller owns *ret. */
+static int
+resolve_mountpoint(struct eosd *d, const char *path, char **ret, struct eos_error *err)
+{
+	cleanup_free char *real = realpath(path, NULL), *run = NULL;
+	size_t n;
+
+	if (!real)
+		return eos_error_set(err, eos_neg_errno(), "argument 'path': '%s': %m", path);
+	run = realpath(d->runtime_dir, NULL);
+	n = run ? strlen(run) : 0;
+	if (run && !strncmp(real, run, n) && (real[n] == '/' || real[n] == '\0'))
+		return eos_error_set(
+			err, -EINVAL,
+			"argument 'path': '%s' is inside eosd's runtime directory '%s'", path, run);
+	*ret = TAKE_PTR(real);
+	return 0;
+}
+
+static int
+mount_at(struct eosd *d, struct eosd_session *s, const char *path, struct eos_error *err)
+{
+	cleanup_free char *real = NULL;
+	size_t slot;
+	int r = eosd_session_runtime_mount(d, s, err);
+
+	eosd_session_reap(d, s);
+	r = r ?: resolve_mountpoint(d, path, &real, err);
+	r = r ?: free_slot(s, real, &slot, err);
+	if (r == 0 && (r = eos_view_mountpoint_check(real, err)) < 0)
+		return eos_error_prefix(err, r, "argument 'path'");
+	r = r ?: eosd_mount_start(d, s, slot, real, err);
+	if (r == 0)
+		eosd_session_save_mounts(d, s);
+	return r;
+}
+
+int
+eosd_op_mount_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
+				struct eos_error *err)
+{
+	struct eosd_session *s = NULL;
+	const char *path = arg_str(c, "path");
+	int r = eosd_session_get(d, c->sandbox_id, arg_str(c, "workspace_session_id"), &s, err);
+
+	r = r ?: mount_at(d, s, path, err);
+	if (r == 0 &&
+	    !(*out = json_pack("{s:s,s:s,s:s,s:o}", "workspace_session_id", s->name, "sandbox_id",
+			       s->sandbox, "path", path, "mounts", mounts_json(s))))
+		r = eos_error_set(err, -ENOMEM, "out of memory");
+	eosd_session_put(d, s);
+	return r;
+}
+
+int
+eosd_op_unmount_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
+				  struct eos_error *err)
+{
+	EOS_CLEANUP(json_decrefp) json_t *gone = json_array();
+	struct eosd_session *s = NULL;
+	int r = eosd_session_get(d, c->sandbox_id, arg_str(c, "workspace_session_id"), &s, err);
+
+	for (size_t i = 1; r == 0 && gone && i < EOSD_SESSION_MOUNTS; i++)
+		if (s->mounts[i].path) {
+			eos_json_push(gone, json_string(s->mounts[i].path));
+			eosd_mount_stop(&s->mounts[i]);
+		}
+	if (r == 0)
+		eosd_session_save_mounts(d, s);
+	if (r == 0 && !(gone && (*out = json_pack("{s:s,s:s,s:O}", "workspace_session_id", s->name,
+						  "sandbox_id", s->sandbox, "unmounted", gone))))
+		r = eos_error_set(err, -ENOMEM, "out of memory");
+	eosd_session_put(d, s);
+	return r;
+}
+
+/* --- fork and publish --------------------------------------------------------------------------
+ */
+
+int
+eosd_op_fork_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
+			       struct eos_error *err)
+{
+	char name[EOS_SESSION_NAME_MAX + 1];
+	struct eosd_session *s = NULL;
+	int r = new_id(c, "new_workspace_session_id", name, sizeof(name), err);
+
+	r = r ?: eosd_session_get(d, c->sandbox_id, arg_str(c, "workspace_session_id"), &s, err);
+	if (r == 0 && !s->view)
+		r = eos_error_set(err, -EIO, "session '%s' is not served: %s", s->name,
+				  s->error ? s->error : "no view");
+	r = r ?: eos_view_fork(s->view, name, err);
+	eosd_session_put(d, s);
+	r = r ?: serve_new(d, c->sandbox_id, name, out, err);
+	if (r == 0)
+		eos_json_set(*out, "forked_from", json_string(arg_str(c, "workspace_session_id")));
+	return r;
+}

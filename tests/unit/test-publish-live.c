@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Publishing a mounted session in place (eos_view_publish_live): a real store, a real FUSE mount
+ * served in-process, and plain syscalls on the mount (the test thread and a writer thread), as a
+ * process using the session would. A crash test re-executes this binary as a child that mounts,
+ * writes and publishes with a failpoint armed to SIGKILL it, then checks that either outcome is
+ * complete and the store and the session check clean.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/failpoint.h"
+
+#include "fs/view-internal.h"
+#include "fs/view.h"
+#include "store/store.h"
+#include "tests/unit/live-util.h"
+#include "tests/unit/testutil.h"
+#include "tests/unit/view-util.h"
+
+/* --- tests ------------------------------------------------------------------------------------ */
+
+/* A file kept open and written through a live publish: merged bytes on the next read, the
+ * session empty on the new head, later writes land in the new delta and publish again. */
+START_TEST(test_open_file_survives_publish)
+{
+	static char buf[1 << 20], buf2[1 << 20];
+	struct appender ap;
+	int fd;
+
+	lv_start("s1");
+	fd = lv_mnt_open("a.txt", O_RDWR);
+	ck_assert_int_eq(pwrite(fd, "LINE1", 5, 0), 5);
+	lv_appender_start(&ap, "log.txt");
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert_uint_eq(eos_view_version(lv.v), lv_head_of());
+	ck_assert(lv_head_read("a.txt", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "LINE1\nline2\nline3\nline4\nline5\n");
+	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "LINE1\nline2\nline3\nline4\nline5\n");
+	ck_assert_str_eq(lv_mnt_read("a.txt", buf, sizeof(buf)),
+			 "LINE1\nline2\nline3\nline4\nline5\n");
+	/* later writes: the new delta, published again */
+	ck_assert_int_eq(pwrite(fd, "LINE2", 5, 6), 5);
+	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "LINE1\nLINE2\nline3\nline4\nline5\n");
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert(lv_head_read("a.txt", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "LINE1\nLINE2\nline3\nline4\nline5\n");
+	close(fd);
+	lv_appender_stop(&ap);
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert_uint_eq(lv_delta_entries(lv.v), 0);
+	ck_assert(lv_head_read("log.txt", buf, sizeof(buf)));
+	lv_appender_check(&ap, buf);
+	ck_assert_str_eq(lv_mnt_read("log.txt", buf2, sizeof(buf2)), buf);
+}
+END_TEST
+
+/* Nothing changed: the session's delta is as before and published later as it is. */
+START_TEST(test_rejected_keeps_session)
+{
+	char buf[256];
+	uint64_t version;
+
+	lv_start("s1");
+	lv_mnt_write("a.txt", "mine\n");
+	lv_mnt_write("new.txt", "new\n");
+	lv_other_publishes("s2", "a.txt", "theirs\n");
+	version = eos_view_version(lv.v);
+	ck_assert_uint_eq(lv_delta_entries(lv.v), 2);
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_REJECTED);
+	ck_assert_uint_eq(eos_view_version(lv.v), version);
+	ck_assert_uint_eq(lv_delta_entries(lv.v), 2);
+	ck_assert_str_eq(lv_mnt_read("a.txt", buf, sizeof(buf)), "mine\n");
+	ck_assert_str_eq(lv_mnt_read("new.txt", buf, sizeof(buf)), "new\n");
+	ck_assert(!lv_head_read("new.txt", buf, sizeof(buf)));
+	lv_mnt_write("more.txt", "more\n"); /* still writable */
+	ck_assert_str_eq(lv_mnt_read("more.txt", buf, sizeof(buf)), "more\n");
+	ck_assert_uint_eq(lv_delta_entries(lv.v), 3);
+}
+END_TEST
+
+/* Another session changed other lines of the file and created a file: the view shows both. */
+START_TEST(test_merge_shows_merged_file)
+{
+	char buf[256];
+	int fd;
+
+	lv_start("s1");
+	ck_assert(!lv_mnt_exists("theirs.txt")); /* the kernel now caches its absence */
+	fd = lv_mnt_open("a.txt", O_RDWR);
+	ck_assert_int_eq(pwrite(fd, "MINE1", 5, 0), 5);
+	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "MINE1\nline2\nline3\nline4\nline5\n");
+	lv_other_publishes("s2", "a.txt", "line1\nline2\nline3\nline4\nTHEIR5\n");
+	lv_other_publishes("s3", "theirs.txt", "theirs\n");
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "MINE1\nline2\nline3\nline4\nTHEIR5\n");
+	ck_assert_str_eq(lv_mnt_read("a.txt", buf, sizeof(buf)),
+			 "MINE1\nline2\nline3\nline4\nTHEIR5\n");
+	ck_assert_str_eq(lv_mnt_read("theirs.txt", buf, sizeof(buf)), "theirs\n");
+	ck_assert_uint_eq(lv_delta_entries(lv.v), 0);
+	close(fd);
+}
+END_TEST
+
+static size_t
+list_names(const char *rel, char *out, size_t size)
+{
+	cleanup_free char *p = lv_mnt_path(rel);
+	DIR *d = opendir(p);
+	struct dirent *e;
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	out[0] = 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			strncat(out, e->d_name, size - strlen(out) - 2);
+			strcat(out, " ");
+			n++;
+		}
+	closedir(d);
+	return n;
+}
+
+/* Deletes, renames and new directories, seen through the mount after the reset. */
+START_TEST(test_namespace_after_reset)
+{
+	cleanup_free char *c = NULL, *d1 = NULL, *d2 = NULL, *nd = NULL;
+	char buf[256];
+
+	lv_start("s1");
+	c = lv_mnt_path("old/c.txt");
+	d1 = lv_mnt_path("dir");
+	d2 = lv_mnt_path("dir2");
+	nd = lv_mnt_path("newdir");
+	ck_assert_int_eq(unlink(c), 0);
+	ck_assert_int_eq(rename(d1, d2), 0);
+	ck_assert_int_eq(mkdir(nd, 0755), 0);
+	lv_mnt_write("newdir/f.txt", "f\n");
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert_uint_eq(lv_delta_entries(lv.v), 0);
+	ck_assert(!lv_mnt_exists("old/c.txt"));
+	ck_assert(!lv_mnt_exists("dir"));
+	ck_assert_str_eq(lv_mnt_read("dir2/b.txt", buf, sizeof(buf)), "bee\n");
+	ck_assert_str_eq(lv_mnt_read("newdir/f.txt", buf, sizeof(buf)), "f\n");
+	ck_assert_uint_eq(list_names("", buf, sizeof(buf)), 4);
+	ck_assert(strstr(buf, "dir2 ") && strstr(buf, "newdir ") && strstr(buf, "old "));
+	ck_assert_uint_eq(list_names("old", buf, sizeof(buf)), 0);
+	ck_assert(lv_head_read("dir2/b.txt", buf, sizeof(buf)));
+	ck_assert(!lv_head_read("dir/b.txt", buf, sizeof(buf)));
+	/* the names work on in the new delta */
+	ck_assert_int_eq(rename(d2, d1), 0);
+	ck_assert_int_eq(rmdir(c) == 0 ? 0 : errno, ENOENT);
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert(lv_head_read("dir/b.txt", buf, sizeof(buf)));
+	ck_assert_str_eq(lv_mnt_read("dir/b.txt", buf, sizeof(buf)), "bee\n");
+}
+END_TEST
+
+/* --- kill -9 during a live publish ------------------------------------------------------------ */
+
+/* Where the child is killed, and whether the publish is in the store by then. */
+static const struct {
+	const char *failpoint;
+	bool published;
+} CRASHES[] = {
+	{ "publish_live.prepared", false }, { "publish.before_write", false },
+	{ "commit.before_write", false },   { "publish_live.committed", true },
+	{ "publish_live.reset", true },
+};
+
+/* The child (this binary re-executed, EOS_FAILPOINTS set): mount, change, publish, be killed.
+ * Check's assertions do not work outside a test: failures are reported on stderr. */
+static int
+crash_fail(const char *what, const struct eos_error *err, int r)
+{
+	fprintf(stderr, "crash child: %s: %s\n", what,
+		err ? eos_error_message(err, r) : strerror(errno));
+	return 2;
+}
+
+static int
+crash_child(const char *dir, const char *mnt)
+{
+	struct eos_view_options o = { .sandbox = SBX, .session = "s1", .create = true };
+	struct eos_publish_result res;
+	struct eos_error err = { 0 };
+	char path[4096];
+	int fd, r;
+
+	if ((r = eos_store_open(dir, NULL, &st, &err)) < 0)
+		return crash_fail("open the store", &err, r);
+	o.store = st;
+	if ((r = eos_view_open(&o, &lv.v, &err)) < 0 ||
+	    (r = eos_view_mount(lv.v, mnt, NULL, &lv.m, &err)) < 0)
+		return crash_fail("mount", &err, r);
+	if (pthread_create(&lv.server, NULL, lv_serve_main, lv.m) != 0)
+		return crash_fail("serve", NULL, 0);
+	snprintf(path, sizeof(path), "%s/a.txt", mnt);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || pwrite(fd, "CRASH", 5, 0) != 5)
+		return crash_fail("write a.txt", NULL, 0);
+	snprintf(path, sizeof(path), "%s/new.txt", mnt);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, "new\n", 4) != 4)
+		return crash_fail("write new.txt", NULL, 0);
+	r = eos_view_publish_live(lv.v, lv.m, NULL, &res, &err);
+	return r < 0 ? crash_fail("publish", &err, r) : 3; /* not killed */
+}
+
+static void
+unmount_dead(const char *mnt)
+{
+	cleanup_free char *cmd = NULL;
+
+	if (umount2(mnt, MNT_DETACH) == 0)
+		return;
+	ck_assert_int_ge(asprintf(&cmd, "fusermount3 -uz '%s'", mnt), 0);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void
+run_crash_child(const char *failpoint, const char *mnt)
+{
+	cleanup_free char *env = NULL;
+	int status;
+	pid_t pid;
+
+	ck_assert_int_ge(asprintf(&env, "%s=kill", failpoint), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("EOS_FAILPOINTS", env, 1);
+		execl("/proc/self/exe", "test-publish-live", "crash-child", store_dir, mnt, NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	unmount_dead(mnt);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		      "'%s': the child ended with status %d instead of being killed", failpoint,
+		      status);
+}
+
+static void
+fsck_one(void *ctx, const char *kind, const char *message)
+{
+	(void)ctx;
+	fprintf(stderr, "fsck: %s: %s\n", kind, message);
+}
+
+static void
+check_clean(void)
+{
+	struct eos_fsck_result res;
+	struct eos_error err = { 0 };
+	struct eos_view *v = lv_view_open("s1", true);
+	int r = eos_store_fsck(st, 0, fsck_one, NULL, &res, &err);
+
+	ck_ok(r, err);
+	ck_assert_uint_eq(res.violations, 0);
+	r = eos_view_check(v, fsck_one, NULL, &err);
+	ck_ok(r, err);
+	ck_assert_int_eq(r, 0);
+	eos_view_close(v);
+}
+
+/* Killed at any step: either the publish is complete and the session empty on the new head, or
+ * nothing is published and the session holds every acknowledged change. */
+START_TEST(test_kill_during_publish)
+{
+	cleanup_free char *mnt = eos_test_tmpdir("live-crash");
+	struct eos_session_info info;
+	struct eos_error err = { 0 };
+	char buf[256];
+	struct eos_view *v;
+
+	eos_store_close(st);
+	run_crash_child(CRASHES[_i].failpoint, mnt);
+	ck_ok(eos_store_open(store_dir, NULL, &st, &err), err);
+	check_clean();
+	ck_ok(eos_store_session_get(st, SBX, "s1", &info, &err), err);
+	ck_assert_uint_eq(info.version, lv_head_of());
+	ck_assert_uint_eq(lv_head_of(), CRASHES[_i].published ? 2 : 1);
+	v = lv_view_open("s1", false);
+	ck_assert_str_eq(tv_read_all(v, "a.txt", buf, sizeof(buf)),
+			 "CRASH\nline2\nline3\nline4\nline5\n");
+	ck_assert_str_eq(tv_read_all(v, "new.txt", buf, sizeof(buf)), "new\n");
+	ck_assert_uint_eq(lv_delta_entries(v), CRASHES[_i].published ? 0 : 2);
+	eos_view_close(v);
+	ck_assert(lv_head_read("new.txt", buf, sizeof(buf)) == CRASHES[_i].published);
+	check_clean();
+	rmdir(mnt);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("publish-live");
+	TCase *tc = tcase_create("live");
+
+	tcase_add_checked_fixture(tc, lv_setup, lv_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_open_file_survives_publish);
+	tcase_add_test(tc, test_rejected_keeps_session);
+	tcase_add_test(tc, test_merge_shows_merged_file);
+	tcase_add_test(tc, test_namespace_after_reset);
+	if (EOS_FAILPOINTS_COMPILED)
+		tcase_add_loop_test(tc, test_kill_during_publish, 0, (int)EOS_ARRAY_SIZE(CRASHES));
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc == 4 && strcmp(argv[1], "crash-child") == 0)
+		return crash_child(argv[2], argv[3]);
+	return eos_test_run(suite());
+}
