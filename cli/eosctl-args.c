@@ -401,10 +401,10 @@ op_option(struct parser *p, const char *name, const char *inline_value, struct e
 	if (form == FORM_NEGATED) {
 		if (inline_value)
 			return eos_error_set(err, -EINVAL, "option '--%s' takes no value", name);
-		return set_arg(p, a, json_false(), err);
+		return (r = set_arg(p, a, json_false(), err)) < 0 ? r : 1;
 	}
 	if (a->kind == EOS_ARG_BOOL && form == FORM_VALUE && !inline_value)
-		return set_arg(p, a, json_true(), err);
+		return (r = set_arg(p, a, json_true(), err)) < 0 ? r : 1;
 	if ((r = option_value(p, name, inline_value, &v, err)) < 0)
 		return r;
 	r = form == FORM_FILE ? eosctl_args_read_file(a, v, &j, err) : parse_value(a, v, &j, err);

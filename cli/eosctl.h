@@ -78,7 +78,8 @@ struct eosctl_cmd {
 /*
  * Parse argv (argv[0] is the program) into *cmd, which the caller zeroed. -EINVAL with a
  * message naming the word, option or argument at fault: an unknown command or option, a missing
- * positional or required argument, a value the catalog refuses. Release *cmd in any case.
+ * positional or required argument, a value the catalog refuses; the errno of a --NAME-file that
+ * cannot be read. Release *cmd in any case.
  */
 int eosctl_args_parse(int argc, char *const *argv, struct eosctl_cmd *cmd, struct eos_error *err);
 void eosctl_cmd_release(struct eosctl_cmd *cmd);

@@ -1,1 +1,14 @@
 # eosctl integration tests: included by tests/local.mk.
+# Unit tests of eosctl's command line (parsing, help, completion from the catalog) and of its
+# HTTP client against a real peer (python3). They link cli/libeosctl.a and common/ only, like
+# eosctl itself.
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/test-eosctl-args tests/unit/test-eosctl-http
+EOSCTL_TEST_LDADD = $(EOSCTL_LIBS) $(CHECK_LIBS)
+tests_unit_test_eosctl_args_SOURCES = tests/unit/test-eosctl-args.c
+tests_unit_test_eosctl_args_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_eosctl_args_LDADD = $(EOSCTL_TEST_LDADD)
+tests_unit_test_eosctl_http_SOURCES = tests/unit/test-eosctl-http.c
+tests_unit_test_eosctl_http_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_eosctl_http_LDADD = $(EOSCTL_TEST_LDADD)
+endif
