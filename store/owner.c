@@ -3,6 +3,7 @@
  * The owner lock: one process owns a store directory at a time, by flock()ing STORE/owner.lock.
  * The file tells a refused opener about the owner (doc/store-format.md, "Owner lock"):
  *	<pid>\n
+ *	owner <name>\n             the owning program, when it names itself (eosd)
  *	serving <maj>:<min> …\n    the devices of the mounts the owner serves (eosfs)
  *	closing\n                  the owner has begun to close the store
  * An owner is shutting down when it says closing, or when it serves mounts and none of them is
@@ -31,11 +32,13 @@ enum {
 	WAIT_MAX_S = 86400,
 	OWNER_TEXT_MAX = 4096,
 	OWNER_DEVS_MAX = 128, /* " 4095:1048575" each: the text stays below OWNER_TEXT_MAX */
+	OWNER_NAME_MAX = 32,
 };
 
 /* What owner.lock says about its holder. */
 struct owner_state {
-	long pid; /* 0: unknown */
+	long pid;		   /* 0: unknown */
+	char name[OWNER_NAME_MAX]; /* "": not named */
 	bool closing;
 	size_t ndevs;
 	dev_t devs[OWNER_DEVS_MAX];
@@ -104,6 +107,8 @@ read_state(int fd, struct owner_state *s)
 			s->closing = true;
 		else if (strncmp(line, "serving ", 8) == 0)
 			parse_devs(line + 8, s);
+		else if (strncmp(line, "owner ", 6) == 0)
+			snprintf(s->name, sizeof(s->name), "%s", line + 6);
 	}
 }
 
@@ -154,6 +159,11 @@ busy(const char *dir, int fd, const struct owner_state *s, int64_t waited_ms, st
 		pid = s->pid;
 	if (pid <= 0)
 		return eos_error_set(err, -EBUSY, "store '%s' is in use by another process", dir);
+	if (strcmp(s->name, "eosd") == 0 && !shutting_down(s))
+		return eos_error_set(err, -EBUSY,
+				     "store '%s' is owned by eosd (pid %ld): use eosctl instead "
+				     "(eosctl --help lists its commands)",
+				     dir, pid);
 	if (waited_ms > 0 && shutting_down(s))
 		return eos_error_set(
 			err, -EBUSY,
@@ -196,6 +206,26 @@ lock_waiting(const char *dir, int fd, const struct eos_store_options *opts, stru
 	return 0;
 }
 
+/* "<pid>\n" and, when the owner names itself, "owner <name>\n". */
+static void
+owner_head(const char *name, char *out, size_t n)
+{
+	if (name && name[0] && strlen(name) < OWNER_NAME_MAX && !strchr(name, '\n'))
+		snprintf(out, n, "%ld\nowner %s\n", (long)getpid(), name);
+	else
+		snprintf(out, n, "%ld\n", (long)getpid());
+}
+
+/* The head of the text owner.lock holds now (our own: keeps the name we wrote). */
+static void
+current_head(int fd, char *out, size_t n)
+{
+	struct owner_state s;
+
+	read_state(fd, &s);
+	owner_head(s.name, out, n);
+}
+
 /* Replace the text of owner.lock: write the new text, then cut what is left of the old one. */
 static int
 write_text(int fd, const char *text)
@@ -213,7 +243,7 @@ eos_owner_lock_take(const char *dir, const struct eos_store_options *opts, int *
 {
 	cleanup_free char *path = NULL;
 	cleanup_close int fd = -1;
-	char text[32];
+	char text[64];
 	int r;
 
 	if (asprintf(&path, "%s/owner.lock", dir) < 0)
@@ -224,7 +254,7 @@ eos_owner_lock_take(const char *dir, const struct eos_store_options *opts, int *
 	r = lock_waiting(dir, fd, opts, err);
 	if (r < 0)
 		return r;
-	snprintf(text, sizeof(text), "%ld\n", (long)getpid());
+	owner_head(opts->owner_name, text, sizeof(text));
 	r = write_text(fd, text);
 	if (r < 0)
 		return eos_error_set(err, r, "write '%s': %s", path, strerror(-r));
@@ -235,23 +265,25 @@ eos_owner_lock_take(const char *dir, const struct eos_store_options *opts, int *
 void
 eos_owner_lock_closing(int fd)
 {
-	char text[32];
+	char head[64], text[96];
 
-	snprintf(text, sizeof(text), "%ld\nclosing\n", (long)getpid());
+	current_head(fd, head, sizeof(head));
+	snprintf(text, sizeof(text), "%sclosing\n", head);
 	(void)write_text(fd, text); /* only a hint for openers */
 }
 
 int
 eos_store_set_serving(struct eos_store *st, const dev_t *devs, size_t n, struct eos_error *err)
 {
-	char text[OWNER_TEXT_MAX];
+	char text[OWNER_TEXT_MAX], head[64];
 	size_t len;
 	int r;
 
 	if (n > OWNER_DEVS_MAX)
 		return eos_error_set(err, -EINVAL, "store '%s': more than %d mounts", st->dir,
 				     OWNER_DEVS_MAX);
-	len = (size_t)snprintf(text, sizeof(text), "%ld\n%s", (long)getpid(), n ? "serving" : "");
+	current_head(st->lock_fd, head, sizeof(head));
+	len = (size_t)snprintf(text, sizeof(text), "%s%s", head, n ? "serving" : "");
 	for (size_t i = 0; i < n; i++)
 		len += (size_t)snprintf(text + len, sizeof(text) - len, " %u:%u", major(devs[i]),
 					minor(devs[i]));

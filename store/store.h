@@ -135,6 +135,12 @@ struct eos_store_options {
 	 */
 	void (*on_wait)(void *ctx, const char *message);
 	void *on_wait_ctx;
+	/*
+	 * The owning program's name, written into the owner lock ("eosd"), or NULL. An opener
+	 * refused by an owner that named itself "eosd" is told that eosd (pid N) owns the store
+	 * and to use eosctl instead.
+	 */
+	const char *owner_name;
 };
 
 struct eos_store;

@@ -2,6 +2,17 @@
 # and by the unit tests), main.c on top. The sessions' sources come from supervisor/session.mk.
 noinst_LIBRARIES += supervisor/libeosd.a
 supervisor_libeosd_a_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(JANSSON_CFLAGS)
-supervisor_libeosd_a_SOURCES = supervisor/daemon.h
+supervisor_libeosd_a_SOURCES = supervisor/daemon.h \
+	supervisor/pool.h supervisor/pool.c \
+	supervisor/auth.h supervisor/auth.c \
+	supervisor/gateway.h supervisor/gateway-internal.h supervisor/gateway.c \
+	supervisor/gateway-request.c \
+	supervisor/ops.h supervisor/ops.c supervisor/sandbox-ops.c \
+	supervisor/runfiles.h supervisor/runfiles.c
 EOSD_LIBS = supervisor/libeosd.a $(FS_LIBS) $(EVENT_LIBS)
 include supervisor/session.mk
+
+bin_PROGRAMS += supervisor/eosd
+supervisor_eosd_SOURCES = supervisor/main.c
+supervisor_eosd_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+supervisor_eosd_LDADD = $(EOSD_LIBS)

@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/* supervisor/gateway: sockets, the connection cap, signals and the loop (see gateway.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+#include "supervisor/gateway-internal.h"
+
+enum {
+	LISTEN_BACKLOG = 128,
+	SWEEP_S = 1,
+};
+
+/* --- sockets ---------------------------------------------------------------------------------- */
+
+/* Remove an old socket at path (eosd.lock is ours, so nobody serves it); refuse anything else. */
+static int
+unix_clear(const char *path, struct eos_error *err)
+{
+	struct stat sb;
+
+	if (lstat(path, &sb) < 0)
+		return errno == ENOENT ? 0 : eos_error_set(err, eos_neg_errno(), "'%s': %m", path);
+	if (!S_ISSOCK(sb.st_mode))
+		return eos_error_set(err, -EEXIST, "listen 'unix:%s': exists and is not a socket",
+				     path);
+	if (unlink(path) < 0)
+		return eos_error_set(err, eos_neg_errno(), "remove old socket '%s': %m", path);
+	return 0;
+}
+
+static int
+unix_listen(const char *path, int *ret_fd, struct eos_error *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	cleanup_close int fd = -1;
+	mode_t old;
+	int r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return eos_error_set(err, -ENAMETOOLONG,
+				     "listen 'unix:%s': path too long (%zu max)", path,
+				     sizeof(sa.sun_path) - 1);
+	r = unix_clear(path, err);
+	if (r < 0)
+		return r;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return eos_error_set(err, eos_neg_errno(), "socket: %m");
+	old = umask(0177);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || chmod(path, 0600) < 0 || listen(fd, LISTEN_BACKLOG) < 0)
+		return eos_error_set(err, eos_neg_errno(), "listen 'unix:%s': %m", path);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+/* "HOST:PORT" with an IPv4 host: loopback only unless any. */
+static int
+tcp_parse(const char *spec, bool any, struct sockaddr_in *sa, struct eos_error *err)
+{
+	const char *colon = strrchr(spec, ':');
+	char host[64];
+	char *end = NULL;
+	long port;
+
+	if (!colon || (size_t)(colon - spec) >= sizeof(host))
+		return eos_error_set(err, -EINVAL, "listen 'tcp:%s': not HOST:PORT", spec);
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || port < 0 || port > 65535)
+		return eos_error_set(err, -EINVAL, "listen 'tcp:%s': port is not 0 to 65535", spec);
+	*sa = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+		return eos_error_set(err, -EINVAL, "listen 'tcp:%s': '%s' is not an IPv4 address",
+				     spec, host);
+	if (!any && (ntohl(sa->sin_addr.s_addr) >> 24) != 127)
+		return eos_error_set(
+			err, -EPERM,
+			"listen 'tcp:%s': '%s' is not a loopback address (--listen-any "
+			"allows it)",
+			spec, host);
+	return 0;
+}
+
+static int
+tcp_listen(const char *spec, bool any, int *ret_fd, char *ret_addr, size_t n, struct eos_error *err)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	cleanup_close int fd = -1;
+	char host[INET_ADDRSTRLEN];
+	int r = tcp_parse(spec, any, &sa, err), one = 1;
+
+	if (r < 0)
+		return r;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return eos_error_set(err, eos_neg_errno(), "socket: %m");
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+		return eos_error_set(err, eos_neg_errno(), "listen 'tcp:%s': %m", spec);
+	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
+	snprintf(ret_addr, n, "%s:%u", host, (unsigned)ntohs(sa.sin_port));
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+static int
+bind_fd(struct eosd_gateway *gw, int fd, struct eos_error *err)
+{
+	struct evhttp_bound_socket *b = evhttp_accept_socket_with_handle(gw->http, fd);
+
+	if (!b) {
+		close(fd);
+		return eos_error_set(err, -ENOMEM, "gateway: cannot accept on a socket");
+	}
+	gw->bound[gw->nbound++] = b;
+	return 0;
+}
+
+/* --- the connection cap ----------------------------------------------------------------------- */
+
+/*
+ * libevent 2.1's evhttp cannot cap its connections, so the gateway makes each connection's
+ * bufferevent itself (evhttp_set_bevcb) and keeps one reference to it: once evhttp has freed a
+ * connection (its callbacks are then cleared, its fd shut down for writing: the client sees
+ * the end), the sweep (at the next connection, or within SWEEP_S) drops that reference and the
+ * fd is closed. At the cap the listeners stop accepting; the kernel's backlog holds the next
+ * clients.
+ */
+static void
+set_accepting(struct eosd_gateway *gw, bool on)
+{
+	if (gw->accepting == on)
+		return;
+	for (size_t i = 0; i < gw->nbound; i++) {
+		struct evconnlistener *l = evhttp_bound_socket_get_listener(gw->bound[i]);
+
+		if (on)
+			evconnlistener_enable(l);
+		else
+			evconnlistener_disable(l);
+	}
+	gw->accepting = on;
+}
+
+static void
+sweep(struct eosd_gateway *gw)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < gw->nconns; i++) {
+		bufferevent_data_cb rd = NULL;
+
+		bufferevent_getcb(gw->conns[i], &rd, NULL, NULL, NULL);
+		if (rd)
+			gw->conns[kept++] = gw->conns[i];
+		else
+			bufferevent_decref(gw->conns[i]);
+	}
+	gw->nconns = kept;
+	set_accepting(gw, gw->nconns < EOSD_CONNECTIONS_MAX);
+}
+
+static void
+sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what;
+	sweep(arg);
+}
+
+static struct bufferevent *
+new_conn_cb(struct event_base *base, void *arg)
+{
+	struct eosd_gateway *gw = arg;
+	struct bufferevent *bev;
+
+	sweep(gw);
+	bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (!bev || gw->nconns >= EOSD_CONNECTIONS_MAX)
+		return bev; /* accepted before the listeners stopped: served, not counted */
+	bufferevent_incref(bev);
+	gw->conns[gw->nconns++] = bev;
+	set_accepting(gw, gw->nconns < EOSD_CONNECTIONS_MAX);
+	return bev;
+}
+
+/* --- signals and the drain -------------------------------------------------------------------- */
+
+static void
+drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct eosd_gateway *gw = arg;
+
+	(void)fd, (void)what;
+	eos_log_warn("stopping: %zu requests still running after %d s, not waiting for their "
+		     "replies",
+		     gw->in_flight, EOSD_DRAIN_S);
+	event_base_loopexit(gw->base, NULL);
+}
+
+static void
+signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct eosd_gateway *gw = arg;
+	const struct timeval tv = { .tv_sec = EOSD_DRAIN_S };
+
+	(void)what;
+	if (gw->d->stopping)
+		return;
+	eos_log_info("%s: stopping (%zu requests in flight)", strsignal((int)sig), gw->in_flight);
+	gw->d->stopping = true;
+	if (gw->in_flight == 0)
+		event_base_loopexit(gw->base, NULL);
+	else
+		event_add(gw->drain_ev, &tv);
+}
+
+/* --- setup ------------------------------------------------------------------------------------ */
+
+static int
+loop_new(struct eosd_gateway *gw, struct eos_error *err)
+{
+	gw->base = event_base_new();
+	gw->http = gw->base ? evhttp_new(gw->base) : NULL;
+	if (!gw->http)
+		return eos_error_set(err, -ENOMEM, "gateway: cannot make the event loop");
+	evhttp_set_max_body_size(gw->http, EOSD_BODY_MAX + EOSD_BODY_SLACK);
+	evhttp_set_max_headers_size(gw->http, EOSD_HEADERS_MAX);
+	evhttp_set_timeout(gw->http, EOSD_IDLE_TIMEOUT_S);
+	evhttp_set_allowed_methods(gw->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+	evhttp_set_gencb(gw->http, eosd_gateway_request_cb, gw);
+	evhttp_set_bevcb(gw->http, new_conn_cb, gw);
+	gw->done_ev = event_new(gw->base, -1, EV_PERSIST, eosd_gateway_done_cb, gw);
+	gw->sig_term = evsignal_new(gw->base, SIGTERM, signal_cb, gw);
+	gw->sig_int = evsignal_new(gw->base, SIGINT, signal_cb, gw);
+	gw->drain_ev = evtimer_new(gw->base, drain_timeout_cb, gw);
+	gw->sweep_ev = event_new(gw->base, -1, EV_PERSIST, sweep_cb, gw);
+	if (!gw->done_ev || !gw->sig_term || !gw->sig_int || !gw->drain_ev || !gw->sweep_ev ||
+	    event_add(gw->done_ev, NULL) < 0 || event_add(gw->sig_term, NULL) < 0 ||
+	    event_add(gw->sig_int, NULL) < 0 ||
+	    event_add(gw->sweep_ev, &(struct timeval){ .tv_sec = SWEEP_S }) < 0)
+		return eos_error_set(err, -ENOMEM, "gateway: cannot set up the loop's events");
+	return 0;
+}
+
+static int
+listen_all(struct eosd_gateway *gw, const struct eosd_gateway_options *o, struct eos_error *err)
+{
+	int fd = -1, r;
+
+	r = unix_listen(o->unix_path, &fd, err);
+	if (r < 0)
+		return r;
+	gw->unix_path = strdup(o->unix_path); /* ours from now on: removed at the end */
+	if (!gw->unix_path) {
+		close(fd);
+		return -ENOMEM;
+	}
+	r = bind_fd(gw, fd, err);
+	if (r >= 0 && o->tcp) {
+		r = tcp_listen(o->tcp, o->listen_any, &fd, gw->tcp, sizeof(gw->tcp), err);
+		if (r >= 0)
+			r = bind_fd(gw, fd, err);
+	}
+	gw->accepting = true;
+	return r;
+}
+
+int
+eosd_gateway_new(struct eosd *d, const struct eosd_gateway_options *opts, struct eosd_gateway **ret,
+		 struct eos_error *err)
+{
+	EOS_CLEANUP(eosd_gateway_freep) struct eosd_gateway *gw = NULL;
+	int r;
+
+	if (evthread_use_pthreads() < 0)
+		return eos_error_set(err, -ENOMEM, "gateway: libevent has no thread support");
+	gw = calloc(1, sizeof(*gw));
+	if (!gw)
+		return -ENOMEM;
+	gw->d = d;
+	pthread_mutex_init(&gw->done_lock, NULL);
+	r = loop_new(gw, err);
+	if (r >= 0)
+		r = eosd_pool_new(eosd_pool_default_threads(), EOSD_POOL_QUEUE_MAX, &gw->pool, err);
+	if (r >= 0)
+		r = listen_all(gw, opts, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(gw);
+	return 0;
+}
+
+const char *
+eosd_gateway_tcp(const struct eosd_gateway *gw)
+{
+	return gw->tcp[0] ? gw->tcp : NULL;
+}
+
+int
+eosd_gateway_run(struct eosd_gateway *gw, struct eos_error *err)
+{
+	if (event_base_dispatch(gw->base) < 0)
+		return eos_error_set(err, -EIO, "gateway: the event loop failed");
+	return 0;
+}
+
+static void
+event_freep(struct event **ev)
+{
+	if (*ev)
+		event_free(*ev);
+	*ev = NULL;
+}
+
+void
+eosd_gateway_free(struct eosd_gateway *gw)
+{
+	if (!gw)
+		return;
+	eosd_pool_free(gw->pool); /* waits for the running handlers */
+	eosd_gateway_flush_done(gw);
+	if (gw->http)
+		evhttp_free(gw->http);
+	for (size_t i = 0; i < gw->nconns; i++)
+		bufferevent_decref(gw->conns[i]);
+	event_freep(&gw->done_ev);
+	event_freep(&gw->sig_term);
+	event_freep(&gw->sig_int);
+	event_freep(&gw->drain_ev);
+	event_freep(&gw->sweep_ev);
+	if (gw->base)
+		event_base_free(gw->base);
+	if (gw->unix_path)
+		(void)unlink(gw->unix_path);
+	free(gw->unix_path);
+	pthread_mutex_destroy(&gw->done_lock);
+	free(gw);
+}

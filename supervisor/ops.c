@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/* supervisor/ops: the handler table, and the token and daemon operations. */
+#include "supervisor/ops.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "supervisor/auth.h"
+#include "supervisor/session.h"
+
+json_t *
+eosd_json_version(uint64_t v)
+{
+	char id[EOS_LAYER_ID_LEN];
+
+	eos_layer_id_format(v, id);
+	return json_string(id);
+}
+
+static int
+op_issue_token(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
+{
+	const char *surface = json_string_value(json_object_get(c->args, "surface"));
+	json_t *ttl = json_object_get(c->args, "ttl_seconds");
+	struct eos_sandbox_info sb;
+	int s = eos_surface_parse(surface ? surface : "");
+	int r;
+
+	if (s < 0)
+		return eos_error_set(err, -EINVAL, "issue_token: argument 'surface': '%s'",
+				     surface ? surface : "");
+	r = eos_store_sandbox_get(d->store, c->sandbox_id, &sb, err);
+	if (r < 0)
+		return r;
+	return eosd_auth_issue(d->auth, (enum eos_surface)s, c->sandbox_id,
+			       ttl ? (int64_t)json_integer_value(ttl) : 0, out, err);
+}
+
+static int
+op_revoke_token(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
+{
+	const char *id = json_string_value(json_object_get(c->args, "token_id"));
+
+	return eosd_auth_revoke(d->auth, id ? id : "", out, err);
+}
+
+static int
+op_ping(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
+{
+	(void)d, (void)c, (void)err;
+	*out = json_pack("{s:b}", "ok", 1);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int
+op_version(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
+{
+	(void)d, (void)c, (void)err;
+	*out = json_pack("{s:s, s:i}", "version", PACKAGE_VERSION, "api", 1);
+	return *out ? 0 : -ENOMEM;
+}
+
+static const struct {
+	const char *name;
+	eosd_handler_fn fn;
+} handlers[] = {
+	{ "create_sandbox", eosd_op_create_sandbox },
+	{ "list_sandboxes", eosd_op_list_sandboxes },
+	{ "inspect_sandbox", eosd_op_inspect_sandbox },
+	{ "destroy_sandbox", eosd_op_destroy_sandbox },
+	{ "squash_layerstacks", eosd_op_squash_layerstacks },
+	{ "export_changes", eosd_op_export_changes },
+	{ "issue_token", op_issue_token },
+	{ "revoke_token", op_revoke_token },
+	{ "create_workspace_session", eosd_op_create_workspace_session },
+	{ "list_workspace_sessions", eosd_op_list_workspace_sessions },
+	{ "inspect_workspace_session", eosd_op_inspect_workspace_session },
+	{ "publish_workspace_session", eosd_op_publish_workspace_session },
+	{ "destroy_workspace_session", eosd_op_destroy_workspace_session },
+	{ "mount_workspace_session", eosd_op_mount_workspace_session },
+	{ "unmount_workspace_session", eosd_op_unmount_workspace_session },
+	{ "fork_workspace_session", eosd_op_fork_workspace_session },
+	{ "file_read", eosd_op_file_read },
+	{ "file_write", eosd_op_file_write },
+	{ "file_edit", eosd_op_file_edit },
+	{ "file_list", eosd_op_file_list },
+	{ "file_blame", eosd_op_file_blame },
+	{ "ping", op_ping },
+	{ "version", op_version },
+};
+
+eosd_handler_fn
+eosd_ops_handler(const struct eos_op *op)
+{
+	for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+		if (strcmp(handlers[i].name, op->name) == 0)
+			return handlers[i].fn;
+	return NULL;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * supervisor/ops: the handler of every operation of the catalog (supervisor/daemon.h's
+ * contract). The management handlers are in sandbox-ops.c and ops.c, the session and file ones
+ * in supervisor/session.h.
+ */
+#pragma once
+
+#include "supervisor/daemon.h"
+
+/* The handler of op, or NULL when eosd serves none (the gateway refuses it). */
+eosd_handler_fn eosd_ops_handler(const struct eos_op *op);
+
+/* sandbox-ops.c */
+int eosd_op_create_sandbox(struct eosd *d, struct eosd_call *c, json_t **out,
+			   struct eos_error *err);
+int eosd_op_list_sandboxes(struct eosd *d, struct eosd_call *c, json_t **out,
+			   struct eos_error *err);
+int eosd_op_inspect_sandbox(struct eosd *d, struct eosd_call *c, json_t **out,
+			    struct eos_error *err);
+int eosd_op_destroy_sandbox(struct eosd *d, struct eosd_call *c, json_t **out,
+			    struct eos_error *err);
+int eosd_op_squash_layerstacks(struct eosd *d, struct eosd_call *c, json_t **out,
+			       struct eos_error *err);
+int eosd_op_export_changes(struct eosd *d, struct eosd_call *c, json_t **out,
+			   struct eos_error *err);
+
+/* The version v as JSON: "L000003". */
+json_t *eosd_json_version(uint64_t v);
