@@ -483,6 +483,10 @@ missing(const struct eos_arg *a, struct eos_error *err)
 	eosctl_arg_metavar(a, meta, sizeof(meta));
 	if (a->positional)
 		return eos_error_set(err, -EINVAL, "missing %s (argument '%s')", meta, a->name);
+	if (a->kind == EOS_ARG_STRING || a->kind == EOS_ARG_EDITS)
+		return eos_error_set(err, -EINVAL,
+				     "missing option '--%s %s' or '--%s-file FILE' (argument '%s')",
+				     name, meta, name, a->name);
 	return eos_error_set(err, -EINVAL, "missing option '--%s %s' (argument '%s')", name, meta,
 			     a->name);
 }

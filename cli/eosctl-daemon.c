@@ -368,6 +368,8 @@ eosctl_daemon_start(const struct eosctl_cmd *cmd)
 	cleanup_free char *state = NULL;
 	struct eosctl_daemon_info info = { 0 };
 	struct eos_error err = { 0 };
+	bool started = false;
+	json_t *doc;
 	int r;
 
 	if ((r = eosctl_daemon_state_dir(cmd, &state, &err)) < 0)
@@ -377,8 +379,12 @@ eosctl_daemon_start(const struct eosctl_cmd *cmd)
 		if ((r = start_eosd(state, &err)) < 0 ||
 		    (r = eosctl_daemon_info_read(state, &info, &err)) < 0)
 			return local_fail(cmd, "unavailable", &err, r);
+		started = true;
 	}
-	print_doc(cmd, info_doc(state, &info, true));
+	doc = info_doc(state, &info, true);
+	if (doc)
+		eos_json_set(doc, "started", json_boolean(started));
+	print_doc(cmd, doc);
 	eosctl_daemon_info_release(&info);
 	return EOSCTL_EXIT_OK;
 }
