@@ -12,3 +12,7 @@ tests_unit_test_eosctl_http_SOURCES = tests/unit/test-eosctl-http.c
 tests_unit_test_eosctl_http_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_eosctl_http_LDADD = $(EOSCTL_TEST_LDADD)
 endif
+# eosctl against a real eosd (autostart, the sandbox lifecycle, tokens, both output modes, exit
+# statuses, daemon start/stop/status), as root and as the unprivileged user.
+TESTS += tests/integration/eosctl.sh
+EXTRA_DIST += tests/integration/eosctl.sh
