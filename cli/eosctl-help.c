@@ -328,7 +328,7 @@ completion_values(FILE *f)
 						ops[i].cli_group, ops[i].cli_verb, a->positional);
 			}
 		}
-	fprintf(f, "\t*:--*-file | *:--token-file) echo @files ;;\n"
+	fprintf(f, "\t*:--*-file) echo @files ;;\n"
 		   "\t*:--state-dir) echo @dirs ;;\n"
 		   "\t*:--output) echo 'text json' ;;\n"
 		   "\tesac\n}\n\n");
@@ -345,7 +345,7 @@ static const char completion_main[] =
 	"}\n\n"
 	"_eosctl() {\n"
 	"\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}\n"
-	"\tlocal i w words=() skip= v\n"
+	"\tlocal i w words=() skip='' v\n"
 	"\tfor ((i = 1; i < COMP_CWORD; i++)); do\n"
 	"\t\tw=${COMP_WORDS[i]}\n"
 	"\t\tif [[ -n $skip ]]; then skip=; continue; fi\n"

@@ -12,3 +12,12 @@ bin_PROGRAMS += cli/eosctl
 cli_eosctl_SOURCES = cli/eosctl.c
 cli_eosctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 cli_eosctl_LDADD = $(EOSCTL_LIBS)
+
+# The bash completion script, generated from the catalog by the eosctl just built and installed
+# where bash-completion finds it by the command's name.
+bashcompletiondir = $(datadir)/bash-completion/completions
+bashcompletion_DATA = cli/completions/eosctl
+cli/completions/eosctl: cli/eosctl$(EXEEXT)
+	$(AM_V_GEN)$(MKDIR_P) cli/completions && \
+		cli/eosctl$(EXEEXT) completion bash >$@.tmp && mv $@.tmp $@
+CLEANFILES += cli/completions/eosctl

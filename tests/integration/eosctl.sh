@@ -252,6 +252,10 @@ test_completion() {
 	check "completion: an enum's values" \
 		grep -qx tar-zst <(complete_words eosctl sandbox export sb --format "")
 	check "completion: eosctl's own commands" grep -qx status <(complete_words eosctl daemon "")
+	if command -v shellcheck >/dev/null; then
+		check "the generated completion script passes shellcheck" \
+			shellcheck -s bash <(eosctl completion bash)
+	fi
 }
 
 # A peer answering 409 publish_rejected with two conflicts, on a Unix socket.
