@@ -48,7 +48,7 @@ in_dir() {
 # Kill whatever eosd this test started (a failed test must not leave one behind).
 stop_daemons() {
 	local s pid
-	for s in "$T/state" "$T/state2"; do
+	for s in "$T/state" "$T/state2" "$T/state3"; do
 		pid=$(eosd_pid "$s" 2>/dev/null)
 		[[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
 	done
@@ -258,31 +258,69 @@ test_completion() {
 	fi
 }
 
-# A peer answering 409 publish_rejected with two conflicts, on a Unix socket.
-fake_publish_peer() {
-	python3 -c 'import socket, sys
+# A peer on Unix socket $1 answering one request with status $2 and body $3 after $4 seconds.
+fake_peer() {
+	python3 -c 'import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1)
 print("ready", flush=True)
 c, _ = s.accept(); c.recv(65536)
-b = (b"{\"error\":{\"kind\":\"publish_rejected\",\"message\":\"2 conflicts\",\"details\":"
-     b"{\"conflicts\":[{\"path\":\"src/a.c\",\"kind\":\"content\",\"lines\":[3,5]},"
-     b"{\"path\":\"b\",\"kind\":\"deleted\"}]}}}")
-c.sendall(b"HTTP/1.1 409 Conflict\r\nContent-Length: %d\r\n\r\n" % len(b) + b)
-c.close()' "$1"
+time.sleep(float(sys.argv[4]))
+b = sys.argv[3].encode()
+c.sendall(b"HTTP/1.1 %s X\r\nContent-Length: %d\r\n\r\n" % (sys.argv[2].encode(), len(b)) + b)
+c.close()' "$@"
+}
+
+# Start fake_peer "$@" in the background and wait until it listens.
+start_peer() {
+	local ready
+	rm -f "$1"
+	coproc PEER { fake_peer "$@"; }
+	track_pid "$PEER_PID"
+	read -r ready <&"${PEER[0]}"
+	[[ $ready == ready ]] || bail_out "the python3 peer did not start"
 }
 
 test_publish_rejected() {
-	local ready
 	printf 'x\n' >"$T/any-token"
-	coproc PEER { fake_publish_peer "$T/fake.sock"; }
-	track_pid "$PEER_PID"
-	read -r ready <&"${PEER[0]}"
+	start_peer "$T/fake.sock" 409 '{"error":{"kind":"publish_rejected","message":"2 conflicts",
+"details":{"conflicts":[{"path":"src/a.c","kind":"content","lines":[3,5]},
+{"path":"b","kind":"deleted"}]}}}' 0
 	run eosctl session publish ws-1 --sandbox sb1 --url "unix:$T/fake.sock" \
 		--token-file "$T/any-token"
 	expect_rc_match 3 err "eosctl: publish_rejected: 2 conflicts" \
-		"a rejected publish exits 3 ($ready peer answering 409)"
+		"a rejected publish exits 3 (a peer answering 409)"
 	check "... and lists every conflict" grep -q "conflict: src/a.c: content" <<<"$err"
 	check "... the second one too" grep -q "conflict: b: deleted" <<<"$err"
+}
+
+# A long-running operation draws a spinner on a terminal's stderr, and nothing when piped.
+test_spinner() {
+	start_peer "$T/slow.sock" 200 '{"sandbox_id":"sb1"}' 1.5
+	run script -qec "$EOSCTL_BIN sandbox squash sb1 --url unix:$T/slow.sock \
+--token-file $T/any-token" /dev/null
+	expect_rc_match 0 out "sandbox squash: " "a long operation shows a spinner on a terminal"
+	check "... then the reply" grep -q "sandbox_id: sb1" <<<"$out"
+	start_peer "$T/slow.sock" 200 '{"sandbox_id":"sb1"}' 1.5
+	run eosctl sandbox squash sb1 --url "unix:$T/slow.sock" --token-file "$T/any-token"
+	expect_rc 0 "... and none when stderr is not a terminal"
+	check "... (stderr stays empty)" test -z "$err"
+}
+
+# Several eosctl starting eosd at once for a fresh state directory: one eosd, all answered.
+test_concurrent_autostart() {
+	local i pids=() failed=0
+	for i in 1 2 3 4; do
+		EOS_RUNTIME_DIR=$T/run3 eosctl --state-dir "$T/state3" sandbox ls \
+			>"$T/conc.$i" 2>&1 &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do
+		wait "$i" || failed=$((failed + 1))
+	done
+	check "four eosctl autostarting at once all get an answer" test "$failed" = 0
+	check "... from one eosd" test -n "$(eosd_pid "$T/state3")"
+	run eosctl --state-dir "$T/state3" daemon stop
+	expect_rc 0 "... which stops"
 }
 
 setup
@@ -301,6 +339,8 @@ test_stop_start
 test_help
 test_completion
 test_publish_rejected
+test_spinner
+test_concurrent_autostart
 run eosctl daemon stop
 expect_rc 0 "the test's eosd stops"
 rerun_as_test_user "$0"
