@@ -92,8 +92,9 @@ table_columns(struct table *t, const json_t *rows)
 		}
 		if (c < t->ncol) {
 			cleanup_free char *owned = NULL;
+			size_t w = strlen(scalar_text(v, &owned)); /* EOS_MAX evaluates twice */
 
-			t->width[c] = EOS_MAX(t->width[c], strlen(scalar_text(v, &owned)));
+			t->width[c] = EOS_MAX(t->width[c], w);
 		}
 	}
 }
