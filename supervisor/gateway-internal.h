@@ -41,7 +41,7 @@ struct eosd_gateway {
 	char tcp[64];
 	pthread_mutex_t done_lock;
 	struct eosd_job *done; /* protected by done_lock */
-	size_t in_flight;      /* loop thread only */
+	size_t in_flight;      /* queued, replies not written yet; loop thread only */
 	/* connections: the bufferevents handed to evhttp, one extra reference each */
 	struct bufferevent *conns[EOSD_CONNECTIONS_MAX];
 	size_t nconns;

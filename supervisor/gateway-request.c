@@ -144,9 +144,10 @@ eosd_gateway_flush_done(struct eosd_gateway *gw)
 	pthread_mutex_unlock(&gw->done_lock);
 	for (; list; list = next) {
 		next = list->next;
+		if (!evhttp_request_get_connection(list->req))
+			gw->in_flight--; /* the client left: evhttp frees req, completes nothing */
 		send_text(list->req, list->reply ? list->status : 503,
 			  list->reply ? list->reply : oom_text);
-		gw->in_flight--;
 		job_free(list);
 	}
 }
@@ -158,6 +159,18 @@ eosd_gateway_done_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd, (void)what;
 	eosd_gateway_flush_done(gw);
+	if (gw->d->stopping && gw->in_flight == 0)
+		event_base_loopexit(gw->base, NULL);
+}
+
+/* A queued request's reply is written out: only then may a stopping eosd leave its loop. */
+static void
+job_sent_cb(struct evhttp_request *req, void *arg)
+{
+	struct eosd_gateway *gw = arg;
+
+	(void)req;
+	gw->in_flight--;
 	if (gw->d->stopping && gw->in_flight == 0)
 		event_base_loopexit(gw->base, NULL);
 }
@@ -344,6 +357,8 @@ dispatch(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_o
 		return;
 	}
 	r = eosd_pool_submit(gw->pool, job_run, j);
+	if (r >= 0)
+		evhttp_request_set_on_complete_cb(req, job_sent_cb, gw);
 	if (r < 0) {
 		send_errorf(req, r == -EBUSY ? EOS_ERRKIND_BUSY : EOS_ERRKIND_UNAVAILABLE,
 			    "eosd is %s: try again",

@@ -1,0 +1,389 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# eosd's gateway over a real eosd and curl on its Unix socket: start-up files and the
+# single-instance lock, every management operation, the refusals (tokens, surfaces, sandbox
+# limits, arguments, body size, another uid), a client sending one byte a second that stalls
+# nobody, eos-store refused while eosd owns the store, SIGTERM, and a restart that keeps the
+# sandboxes and the tokens.
+
+# Some helpers below only run through `check`, which shellcheck cannot follow.
+# shellcheck disable=SC2317
+
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=fs-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/fs-lib.sh"
+
+EOSD_BIN=$top_builddir/supervisor/eosd
+require_eos_store
+[[ -x $EOSD_BIN ]] || bail_out "'$EOSD_BIN' is missing (build it; set top_builddir)"
+command -v curl >/dev/null || bail_out "curl is missing (apt-get install curl)"
+tap_tmpdir
+
+ST=$T/state
+export EOS_RUNTIME_DIR=$T/run
+SOCK=$EOS_RUNTIME_DIR/eosd.sock
+code=
+body=
+
+# POST /v1/$2 with token $1 and body $3: sets $code (HTTP status) and $body.
+api() {
+	local auth=()
+	[[ -n $1 ]] && auth=(-H "Authorization: Bearer $1")
+	code=$(curl -s --max-time 120 --unix-socket "$SOCK" -o "$T/.body" -w '%{http_code}' \
+		"${auth[@]}" -H 'Content-Type: application/json' -H 'Expect:' \
+		-X POST "http://eosd/v1/$2" --data-binary "$3")
+	body=$(cat "$T/.body" 2>/dev/null)
+}
+
+# The last reply had status $1 (and, with $2, error kind $2 and $3 in its message).
+expect_reply() {
+	local want=$1 kind=${2:-} needle=${3:-} desc=$4 got_kind='' msg=''
+	if [[ -n $kind ]]; then
+		got_kind=$(json_get 'd["error"]["kind"]' <<<"$body" 2>/dev/null)
+		msg=$(json_get 'd["error"]["message"]' <<<"$body" 2>/dev/null)
+	fi
+	if [[ $code == "$want" && $got_kind == "$kind" && $msg == *"$needle"* ]]; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		diag "expected $want ${kind:-} '${needle}', got $code: $body"
+	fi
+}
+
+field() {
+	json_get "$1" <<<"$body"
+}
+
+# Several values of the last reply, space-separated: fields 'd["a"], d["b"]'.
+fields() {
+	json_get "\" \".join(map(str, ($1,)))" <<<"$body"
+}
+
+eosd_pid() {
+	json_get 'd["pid"]' <"$ST/eosd.json"
+}
+
+# Wait (up to 60 s) for process $1 to end.
+wait_gone() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# Wait (up to 60 s) for eosd.json.
+wait_ready() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		[[ -s $ST/eosd.json ]] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+mode_of() {
+	stat -c %a "$1"
+}
+
+setup_trees() {
+	mkdir -p "$T/src/dir" "$T/tarsrc/sub"
+	printf 'one\ntwo\n' >"$T/src/dir/f.txt"
+	printf 'keep\n' >"$T/src/keep.txt"
+	printf 'in a tar\n' >"$T/tarsrc/sub/t.txt"
+	tar --zstd -cf "$T/src.tar.zst" -C "$T/tarsrc" . || bail_out "tar --zstd failed"
+}
+
+# --- start-up ---------------------------------------------------------------------------------
+
+start_background() {
+	run "$EOSD_BIN" --state-dir "$ST"
+	expect_rc 0 "eosd starts in the background and exits 0 once ready"
+	check "eosd.json exists when the parent returns" test -s "$ST/eosd.json"
+	PID=$(eosd_pid)
+	check "eosd.json names a running eosd" kill -0 "$PID"
+	check "eosd.json names the socket" \
+		test "$(json_get 'd["socket"]' <"$ST/eosd.json")" = "$SOCK"
+	check "the socket is 0600" test "$(mode_of "$SOCK")" = 600
+	check "eosd.json is 0600" test "$(mode_of "$ST/eosd.json")" = 600
+	check "the tokens directory is 0700" test "$(mode_of "$ST/tokens")" = 700
+	local s
+	for s in management runtime observability; do
+		check "the $s token is 0600 and 64 hex digits" \
+			grep -qxE '[0-9a-f]{64}' "$ST/tokens/$s"
+		check "the $s token file is 0600" test "$(mode_of "$ST/tokens/$s")" = 600
+	done
+	MT=$(cat "$ST/tokens/management")
+	RT=$(cat "$ST/tokens/runtime")
+	OT=$(cat "$ST/tokens/observability")
+}
+
+second_instance() {
+	run "$EOSD_BIN" --state-dir "$ST" -f
+	expect_rc_match 1 err "pid $PID" "a second eosd on the state dir is refused naming the pid"
+	check "the refused eosd leaves eosd.json alone" test -s "$ST/eosd.json"
+	run eos_store --store "$ST/store" ls
+	expect_rc_match 1 err "owned by eosd (pid $PID): use eosctl" \
+		"eos-store says eosd owns the store and to use eosctl"
+}
+
+health_ping_version() {
+	code=$(curl -s --unix-socket "$SOCK" -o "$T/.body" -w '%{http_code}' http://eosd/v1/health)
+	body=$(cat "$T/.body")
+	expect_reply 200 "" "" "GET /v1/health answers without a token"
+	local t
+	for t in "$MT" "$RT" "$OT"; do
+		api "$t" observability/ping '{}'
+		expect_reply 200 "" "" "ping answers any surface token"
+	done
+	api "$OT" observability/version '{"request_id": "r-1"}'
+	expect_reply 200 "" "" "version answers"
+	check "version says the version and api 1" \
+		test "$(field 'd["version"] + "/" + str(d["api"])')" = "$("$EOSD_BIN" --version | cut -d' ' -f2)/1"
+}
+
+# --- sandboxes --------------------------------------------------------------------------------
+
+create_list_inspect() {
+	api "$MT" management/create_sandbox "{\"args\": {\"source\": \"$T/src\", \"id\": \"s1\"}}"
+	expect_reply 200 "" "" "create_sandbox imports a directory"
+	check "it reports the files and version" test "$(fields 'd["files"], d["version"]')" = \
+		'2 L000001'
+	api "$MT" management/create_sandbox "{\"args\": {\"source\": \"$T/src.tar.zst\"}}"
+	expect_reply 200 "" "" "create_sandbox imports a tar.zst with a generated id"
+	S2=$(field 'd["sandbox_id"]')
+	check "the tar's file is counted" test "$(field 'd["files"]')" = 1
+	api "$MT" management/list_sandboxes ''
+	expect_reply 200 "" "" "list_sandboxes answers (empty body)"
+	check "it lists both sandboxes" test "$(field '" ".join(s["sandbox_id"] for s in d["sandboxes"])')" = \
+		"$(printf '%s\n' s1 "$S2" | sort | tr '\n' ' ' | sed 's/ $//')"
+	api "$MT" management/inspect_sandbox '{"sandbox_id": "s1"}'
+	expect_reply 200 "" "" "inspect_sandbox answers"
+	check "inspect shows head, layers, leases and sessions" \
+		test "$(fields 'd["head"], len(d["layer_list"]), d["leases"], d["sessions"]')" = \
+		'L000001 1 [] []'
+	api "$MT" management/inspect_sandbox '{"sandbox_id": "nope"}'
+	expect_reply 404 not_found "nope" "inspect_sandbox of a missing sandbox is not_found"
+}
+
+refusals() {
+	api "" management/list_sandboxes '{}'
+	expect_reply 401 unauthorized "no token" "no token is unauthorized"
+	api "$(printf '%064d' 0)" management/list_sandboxes '{}'
+	expect_reply 401 unauthorized "unknown token" "a wrong token is unauthorized"
+	api "$RT" management/list_sandboxes '{}'
+	expect_reply 403 forbidden "runtime token" "a token of another surface is forbidden"
+	api "$MT" management/no_such_op '{}'
+	expect_reply 404 not_found "no_such_op" "an unknown operation is not_found, naming it"
+	api "$MT" runtime/list_sandboxes '{}'
+	expect_reply 400 invalid_request "management surface" \
+		"an operation under another surface's URL is invalid_request"
+	api "$MT" management/create_sandbox '{"args": {"source": "/x", "colour": 1}}'
+	expect_reply 400 invalid_request "'colour'" "an unknown argument is refused, naming it"
+	api "$MT" management/create_sandbox '{"args": {"source": 7}}'
+	expect_reply 400 invalid_request "'source'" "a mistyped argument is refused, naming it"
+	api "$MT" management/destroy_sandbox '{"args": {"force": "yes"}, "sandbox_id": "s1"}'
+	expect_reply 400 invalid_request "'force'" "a mistyped boolean is refused, naming it"
+	api "$MT" management/inspect_sandbox '{}'
+	expect_reply 400 invalid_request "'sandbox_id'" "a missing sandbox_id is refused, naming it"
+	api "$MT" management/list_sandboxes '{"sandbox": "s1"}'
+	expect_reply 400 invalid_request "'sandbox'" "an unknown request field is refused, naming it"
+	api "$MT" management/list_sandboxes '{not json'
+	expect_reply 400 invalid_request "not a JSON object" "a body that is not JSON is refused"
+	python3 -c 'import sys; sys.stdout.write("{\"args\": {\"source\": \"/" + "a" * ((64 << 20) + (512 << 10)) + "\"}}")' \
+		>"$T/big.json"
+	api "$MT" management/create_sandbox "@$T/big.json"
+	expect_reply 413 too_large "larger than" "a body above the limit is too_large"
+	rm -f "$T/big.json"
+	api "$MT" observability/ping '{}'
+	expect_reply 200 "" "" "eosd still answers after the refusals"
+}
+
+issued_tokens() {
+	api "$MT" management/issue_token '{"sandbox_id": "s1", "args": {"surface": "runtime"}}'
+	expect_reply 200 "" "" "issue_token mints a runtime token limited to s1"
+	LT=$(field 'd["token"]')
+	check "the reply names surface, sandbox and no expiry" \
+		test "$(fields 'd["surface"], d["sandbox_id"], d["expires_at"]')" = 'runtime s1 None'
+	check "only its digest is stored" not grep -q "$LT" "$ST/tokens/issued.json"
+	check "issued.json is 0600" test "$(mode_of "$ST/tokens/issued.json")" = 600
+	api "$LT" runtime/list_workspace_sessions "{\"sandbox_id\": \"$S2\"}"
+	expect_reply 403 forbidden "limited to sandbox 's1'" \
+		"a sandbox-limited token on another sandbox is forbidden"
+	api "$LT" runtime/list_workspace_sessions '{"sandbox_id": "s1"}'
+	check "a sandbox-limited token on its sandbox passes the gateway" \
+		test "$code" != 401 -a "$code" != 403 -a "$code" != 400
+	api "$LT" management/list_sandboxes '{}'
+	expect_reply 403 forbidden "runtime token" "an issued runtime token cannot manage"
+	api "$MT" management/issue_token '{"sandbox_id": "s1", "args": {"surface": "management"}}'
+	expect_reply 400 invalid_request "'surface'" "issue_token refuses a management token"
+	api "$MT" management/issue_token '{"sandbox_id": "nope", "args": {"surface": "runtime"}}'
+	expect_reply 404 not_found "nope" "issue_token for a missing sandbox is not_found"
+
+	api "$MT" management/issue_token \
+		'{"sandbox_id": "s1", "args": {"surface": "observability", "ttl_seconds": 1}}'
+	expect_reply 200 "" "" "issue_token mints a token expiring after 1 s"
+	local et
+	et=$(field 'd["token"]')
+	check "its expiry is given" test "$(field 'd["expires_at"] is not None')" = true
+	sleep 2
+	api "$et" observability/ping '{}'
+	expect_reply 401 unauthorized "expired" "an expired token is unauthorized, saying expired"
+
+	api "$MT" management/issue_token '{"sandbox_id": "s1", "args": {"surface": "runtime"}}'
+	local rt rt_id
+	rt=$(field 'd["token"]')
+	rt_id=$(field 'd["token_id"]')
+	api "$MT" management/revoke_token "{\"args\": {\"token_id\": \"$rt_id\"}}"
+	expect_reply 200 "" "" "revoke_token revokes it"
+	api "$rt" runtime/list_workspace_sessions '{"sandbox_id": "s1"}'
+	expect_reply 401 unauthorized "revoked" "a revoked token is unauthorized, saying revoked"
+	api "$MT" management/revoke_token '{"args": {"token_id": "tok-none"}}'
+	expect_reply 404 not_found "tok-none" "revoking an unknown token is not_found"
+}
+
+# A client sending its request one byte a second holds only its own connection.
+slow_client() {
+	python3 - "$SOCK" "$OT" "$T/slow.started" <<'EOF' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+req = ("POST /v1/observability/ping HTTP/1.1\r\nHost: eosd\r\nAuthorization: Bearer "
+       + sys.argv[2] + "\r\nContent-Length: 2\r\n\r\n{}").encode()
+for i, b in enumerate(req):
+    s.send(bytes([b]))
+    if i == 2:
+        open(sys.argv[3], "w").write("sent\n")
+    time.sleep(1)
+EOF
+	local slow=$! i
+	track_pid "$slow"
+	for ((i = 0; i < 1200; i++)); do
+		[[ -e $T/slow.started ]] && break
+		sleep 0.05
+	done
+	api "$MT" management/list_sandboxes '{}'
+	expect_reply 200 "" "" "list_sandboxes answers while a client sends one byte a second"
+	check "the slow client was still sending when that answer came" kill -0 "$slow"
+	api "$OT" observability/ping '{}'
+	expect_reply 200 "" "" "and ping too"
+	kill "$slow" 2>/dev/null
+	wait "$slow" 2>/dev/null
+}
+
+# The socket is 0600; opened up, the SO_PEERCRED check still refuses another uid.
+other_uid() {
+	if ((EUID != 0)); then
+		ok "# SKIP another uid on the socket: needs root to run curl as another user"
+		return
+	fi
+	local user_curl=(runuser -u "$EOS_TEST_USER" -- curl -s --max-time 60 --unix-socket "$SOCK"
+		-w '\n%{http_code}' -H "Authorization: Bearer $MT"
+		-X POST http://eosd/v1/management/list_sandboxes -d '{}')
+	run "${user_curl[@]}"
+	check "another uid cannot connect to the 0600 socket" test "$rc" != 0 -o "${out##*$'\n'}" = 000
+	chmod 0711 "$T/run"
+	chmod 0666 "$SOCK"
+	run "${user_curl[@]}"
+	chmod 0600 "$SOCK"
+	chmod 0700 "$T/run"
+	check "another uid on an opened-up socket is refused by SO_PEERCRED (403)" \
+		test "${out##*$'\n'}" = 403
+	check "the refusal is forbidden" test "$(head -n1 <<<"$out" | json_get 'd["error"]["kind"]')" = forbidden
+}
+
+stop_background() {
+	kill -TERM "$PID"
+	check "SIGTERM stops eosd" wait_gone "$PID"
+	check "eosd.json is removed" not test -e "$ST/eosd.json"
+	check "the socket is removed" not test -e "$SOCK"
+}
+
+# While eosd is stopped: eos-store works offline, adds two layers to s1 and, where FUSE
+# works, a workspace session of s1.
+offline_changes() {
+	run eos_store --store "$ST/store" ls
+	expect_rc 0 "eos-store opens the store once eosd has stopped"
+	printf 'new\n' | eos_store --store "$ST/store" write --sandbox s1 --path dir/new.txt \
+		>/dev/null
+	printf 'one\nTWO\n' | eos_store --store "$ST/store" write --sandbox s1 --path dir/f.txt \
+		>/dev/null
+	run eos_store --store "$ST/store" --json log --sandbox s1
+	check "s1 has three layers" test "$(json_get 'len(d["layers"])' <<<"$out")" = 3
+	HAVE_SESSION=0
+	if [[ -c /dev/fuse && -r /dev/fuse && -w /dev/fuse ]] && command -v fusermount3 >/dev/null &&
+		fs_mount "$T/m" "$ST/store" s1 ws1 2>"$T/fs.err" && fs_umount "$T/m"; then
+		HAVE_SESSION=1
+	else
+		diag "FUSE unusable here: destroy_sandbox's refusal is checked without a session"
+	fi
+}
+
+start_foreground() {
+	"$EOSD_BIN" --state-dir "$ST" -f 2>"$T/eosd.err" &
+	PID=$!
+	track_pid "$PID"
+	check "eosd -f becomes ready" wait_ready
+	check "the tokens are kept across the restart" test "$(cat "$ST/tokens/management")" = "$MT"
+	api "$MT" management/list_sandboxes '{}'
+	check "the sandboxes are kept across the restart" \
+		test "$(field 'len(d["sandboxes"])')" = 2
+	api "$LT" runtime/list_workspace_sessions '{"sandbox_id": "s1"}'
+	check "an issued token is kept across the restart" \
+		test "$code" != 401 -a "$code" != 403
+}
+
+export_squash_destroy() {
+	api "$MT" management/export_changes '{"sandbox_id": "s1", "args": {"format": "patch"}}'
+	expect_reply 200 "" "" "export_changes returns a patch inline"
+	check "the patch holds both changes" \
+		test "$(field '("b/dir/new.txt" in d["patch"]) and ("+TWO" in d["patch"])')" = true
+	api "$MT" management/export_changes \
+		"{\"sandbox_id\": \"s1\", \"args\": {\"format\": \"tar\", \"dest\": \"$T/out.tar\"}}"
+	expect_reply 200 "" "" "export_changes writes a tar to dest"
+	check "the tar holds the new file" grep -q 'dir/new.txt' <(tar -tf "$T/out.tar")
+	api "$MT" management/export_changes '{"sandbox_id": "s1", "args": {"format": "tar"}}'
+	expect_reply 400 invalid "'dest'" "a tar export without dest is refused, naming dest"
+	api "$MT" management/squash_layerstacks '{"sandbox_id": "s1"}'
+	expect_reply 200 "" "" "squash_layerstacks answers"
+	check "it folded layers" test "$(field 'd["layers_removed"] >= 1')" = true
+	if ((HAVE_SESSION)); then
+		api "$MT" management/destroy_sandbox '{"sandbox_id": "s1"}'
+		expect_reply 409 busy "'ws1'" "destroy_sandbox is refused while a session exists, naming it"
+	fi
+	api "$MT" management/destroy_sandbox '{"sandbox_id": "s1", "args": {"force": true}}'
+	expect_reply 200 "" "" "destroy_sandbox with force destroys it"
+	api "$MT" management/destroy_sandbox "{\"sandbox_id\": \"$S2\"}"
+	expect_reply 200 "" "" "destroy_sandbox without sessions needs no force"
+	api "$MT" management/list_sandboxes '{}'
+	check "no sandbox is left" test "$(field 'len(d["sandboxes"])')" = 0
+}
+
+stop_foreground() {
+	kill -TERM "$PID"
+	wait "$PID"
+	rc=$?
+	check "SIGTERM: eosd -f exits 0" test "$rc" = 0
+	check "eosd.json is removed at the clean exit" not test -e "$ST/eosd.json"
+	check "the socket is removed at the clean exit" not test -e "$SOCK"
+}
+
+setup_trees
+start_background
+second_instance
+health_ping_version
+create_list_inspect
+refusals
+issued_tokens
+slow_client
+other_uid
+stop_background
+offline_changes
+start_foreground
+export_squash_destroy
+stop_foreground
+rerun_as_test_user "${BASH_SOURCE[0]}"
+tap_done
