@@ -221,13 +221,19 @@ static void
 print_file_read(FILE *f, const json_t *doc)
 {
 	const json_t *content = json_object_get(doc, "content");
-	const json_t *next = json_object_get(doc, "next_offset");
+	json_int_t offset = json_integer_value(json_object_get(doc, "offset"));
+	json_int_t lines = json_integer_value(json_object_get(doc, "lines"));
+	const json_t *total = json_object_get(doc, "total_lines");
 
 	fwrite(json_string_value(content), 1, json_string_length(content), f);
-	if (json_is_integer(next))
-		fprintf(stderr, "eosctl: more lines follow: --offset %lld\n",
-			(long long)json_integer_value(next));
-	else if (json_is_true(json_object_get(doc, "truncated")))
+	if (!json_is_true(json_object_get(doc, "truncated")))
+		return;
+	if (offset > 0 && json_is_integer(total))
+		fprintf(stderr,
+			"eosctl: lines %lld-%lld of %lld; the next ones with --offset %lld\n",
+			(long long)offset, (long long)(offset + lines - 1),
+			(long long)json_integer_value(total), (long long)(offset + lines));
+	else
 		fprintf(stderr, "eosctl: more lines follow (use --offset and --limit)\n");
 }
 
@@ -249,28 +255,72 @@ eosctl_output_result(FILE *f, const struct eos_op *op, const json_t *doc, bool t
 
 /* --- errors ----------------------------------------------------------------------------------- */
 
+/* One line-range object of a conflict: "base lines 1-3, head lines 1, session none at 4". */
+static void
+print_ranges(FILE *f, const json_t *r)
+{
+	const char *key;
+	json_t *v;
+	bool first = true;
+
+	fprintf(f, "   ");
+	json_object_foreach((json_t *)r, key, v)
+	{
+		size_t len = strlen(key);
+		char count[64];
+		json_int_t start = json_integer_value(v), n;
+
+		if (len < 7 || len > 40 || strcmp(key + len - 6, "_start") != 0)
+			continue;
+		snprintf(count, sizeof(count), "%.*s_count", (int)(len - 6), key);
+		n = json_integer_value(json_object_get(r, count));
+		fprintf(f, "%s %.*s ", first ? "" : ",", (int)(len - 6), key);
+		if (n <= 0)
+			fprintf(f, "none at %lld", (long long)start);
+		else if (n == 1)
+			fprintf(f, "line %lld", (long long)start);
+		else
+			fprintf(f, "lines %lld-%lld", (long long)start, (long long)(start + n - 1));
+		first = false;
+	}
+	fprintf(f, "\n");
+}
+
+/* "conflict: PATH: KIND: message", then its line ranges; without a message, the other fields. */
+static void
+print_conflict(FILE *f, const json_t *c)
+{
+	EOS_CLEANUP(json_decrefp) json_t *rest = json_deep_copy(c);
+	cleanup_free char *q = NULL, *qm = NULL, *more = NULL;
+	const char *path = json_string_value(json_object_get(c, "path"));
+	const char *kind = json_string_value(json_object_get(c, "kind"));
+	const char *msg = json_string_value(json_object_get(c, "message"));
+	const json_t *lines = json_object_get(c, "lines");
+	size_t i;
+	json_t *r;
+
+	if (!msg && json_is_object(rest)) {
+		json_object_del(rest, "path");
+		json_object_del(rest, "kind");
+		if (json_object_size(rest))
+			more = json_dumps(rest, JSON_COMPACT);
+	}
+	fprintf(f, "  conflict: %s: %s%s%s\n", path ? eos_quote_cstr(path, false, &q) : "?",
+		kind ? kind : "conflict", msg || more ? ": " : "",
+		msg    ? eos_quote_cstr(msg, true, &qm)
+		: more ? more
+		       : "");
+	if (msg)
+		json_array_foreach(lines, i, r) if (json_is_object(r)) print_ranges(f, r);
+}
+
 static void
 print_conflicts(FILE *f, const json_t *conflicts)
 {
 	size_t i;
 	json_t *c;
 
-	json_array_foreach(conflicts, i, c)
-	{
-		EOS_CLEANUP(json_decrefp) json_t *rest = json_deep_copy(c);
-		cleanup_free char *q = NULL, *more = NULL;
-		const char *path = json_string_value(json_object_get(c, "path"));
-		const char *kind = json_string_value(json_object_get(c, "kind"));
-
-		if (json_is_object(rest)) {
-			json_object_del(rest, "path");
-			json_object_del(rest, "kind");
-			if (json_object_size(rest))
-				more = json_dumps(rest, JSON_COMPACT);
-		}
-		fprintf(f, "  conflict: %s: %s%s%s\n", path ? eos_quote_cstr(path, false, &q) : "?",
-			kind ? kind : "conflict", more ? " " : "", more ? more : "");
-	}
+	json_array_foreach(conflicts, i, c) print_conflict(f, c);
 }
 
 int
