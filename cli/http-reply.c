@@ -39,6 +39,10 @@ malformed(const struct eosctl_http_conn *c, const char *what, struct eos_error *
 static int
 cut_short(const struct eosctl_http_conn *c, struct eos_error *err)
 {
+	if (c->in.len == 0)
+		return eos_error_set(err, -EPROTO,
+				     "eosd at '%s' closed the connection without answering",
+				     c->ep->name);
 	return eos_error_set(err, -EPROTO,
 			     "eosd at '%s' closed the connection before the end of its reply",
 			     c->ep->name);

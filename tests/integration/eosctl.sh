@@ -48,7 +48,7 @@ in_dir() {
 # Kill whatever eosd this test started (a failed test must not leave one behind).
 stop_daemons() {
 	local s pid
-	for s in "$T/state" "$T/state2" "$T/state3"; do
+	for s in "$T/state" "$T/state2" "$T/state3" "$T/state4"; do
 		pid=$(eosd_pid "$s" 2>/dev/null)
 		[[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
 	done
@@ -361,6 +361,21 @@ test_spinner() {
 	check "... (stderr stays empty)" test -z "$err"
 }
 
+# --url http://127.0.0.1:PORT reaches an eosd listening on loopback TCP.
+test_tcp() {
+	local port
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
+	run env EOS_RUNTIME_DIR="$T/run4" "$top_builddir/supervisor/eosd" --state-dir "$T/state4" \
+		--listen "tcp:127.0.0.1:$port"
+	expect_rc 0 "an eosd listening on 127.0.0.1:$port too"
+	run eosctl --state-dir "$T/state4" --url "http://127.0.0.1:$port" daemon version
+	expect_rc 0 "--url http://127.0.0.1:PORT: eosctl talks to it over TCP"
+	check "... which answers its version" test -n "$(json_get 'd["version"]' <<<"$out")"
+	run eosctl --state-dir "$T/state4" daemon stop
+	expect_rc 0 "... and stops"
+}
+
 # Several eosctl starting eosd at once for a fresh state directory: one eosd, all answered.
 test_concurrent_autostart() {
 	local i pids=() failed=0
@@ -396,6 +411,7 @@ test_help
 test_completion
 test_publish_rejected
 test_spinner
+test_tcp
 test_concurrent_autostart
 run eosctl daemon stop
 expect_rc 0 "the test's eosd stops"

@@ -82,6 +82,8 @@ static const char peer_py[] =
 	"    elif t == '/interim':\n"
 	"        send(c, b'HTTP/1.1 100 Continue\\r\\n\\r\\n')\n"
 	"        reply(c, 201, b'{}')\n"
+	"    elif t == '/silent':\n"
+	"        pass\n"
 	"    elif t == '/garbage':\n"
 	"        send(c, b'SSH-2.0-OpenSSH\\r\\n\\r\\n')\n"
 	"    elif t == '/big-header':\n"
@@ -273,6 +275,7 @@ START_TEST(broken_replies_are_errors)
 {
 	fails("/short", -EPROTO, "closed the connection before the end of its reply");
 	fails("/short-chunk", -EPROTO, "closed the connection before the end of its reply");
+	fails("/silent", -EPROTO, "closed the connection without answering");
 	fails("/garbage", -EPROTO, "not an HTTP/1.x status line");
 	fails("/big-header", -EMSGSIZE, "above");
 	fails("/two-lengths", -EPROTO, "two different Content-Length");
