@@ -1,1 +1,23 @@
-# eosctl (cli/eosctl*.c): included by cli/local.mk.
+# eosctl (cli/eosctl*.c, cli/http*.c): included by cli/local.mk. It talks to eosd only over the
+# wire, so it links common/ and nothing else (scripts/check-includes.sh keeps it so). Everything
+# but main() is in cli/libeosctl.a, which the unit tests link too.
+noinst_LIBRARIES += cli/libeosctl.a
+cli_libeosctl_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+cli_libeosctl_a_SOURCES = cli/eosctl.h cli/eosctl-args.c cli/eosctl-input.c cli/eosctl-help.c \
+	cli/eosctl-output.c cli/eosctl-daemon.c cli/eosctl-call.c \
+	cli/http.h cli/http-internal.h cli/http.c cli/http-reply.c
+EOSCTL_LIBS = cli/libeosctl.a $(COMMON_LIBS)
+
+bin_PROGRAMS += cli/eosctl
+cli_eosctl_SOURCES = cli/eosctl.c
+cli_eosctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+cli_eosctl_LDADD = $(EOSCTL_LIBS)
+
+# The bash completion script, generated from the catalog by the eosctl just built and installed
+# where bash-completion finds it by the command's name.
+bashcompletiondir = $(datadir)/bash-completion/completions
+bashcompletion_DATA = cli/completions/eosctl
+cli/completions/eosctl: cli/eosctl$(EXEEXT)
+	$(AM_V_GEN)$(MKDIR_P) cli/completions && \
+		cli/eosctl$(EXEEXT) completion bash >$@.tmp && mv $@.tmp $@
+CLEANFILES += cli/completions/eosctl

@@ -1,1 +1,18 @@
 # eosctl integration tests: included by tests/local.mk.
+# Unit tests of eosctl's command line (parsing, help, completion from the catalog) and of its
+# HTTP client against a real peer (python3). They link cli/libeosctl.a and common/ only, like
+# eosctl itself.
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/test-eosctl-args tests/unit/test-eosctl-http
+EOSCTL_TEST_LDADD = $(EOSCTL_LIBS) $(CHECK_LIBS)
+tests_unit_test_eosctl_args_SOURCES = tests/unit/test-eosctl-args.c
+tests_unit_test_eosctl_args_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_eosctl_args_LDADD = $(EOSCTL_TEST_LDADD)
+tests_unit_test_eosctl_http_SOURCES = tests/unit/test-eosctl-http.c
+tests_unit_test_eosctl_http_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_eosctl_http_LDADD = $(EOSCTL_TEST_LDADD)
+endif
+# eosctl against a real eosd (autostart, the sandbox lifecycle, tokens, both output modes, exit
+# statuses, daemon start/stop/status), as root and as the unprivileged user.
+TESTS += tests/integration/eosctl.sh
+EXTRA_DIST += tests/integration/eosctl.sh

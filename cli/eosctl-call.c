@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * eosctl-call: one operation over the wire — find eosd (starting it when none answers), send
+ * POST /v1/<surface>/<operation> with the surface's token, and turn the reply into output and an
+ * exit status. A spinner with the elapsed time goes to stderr for a long-running operation while
+ * stderr is a terminal (eosd does not stream progress yet).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/errkind.h"
+#include "common/json.h"
+
+#include "cli/eosctl.h"
+#include "cli/http.h"
+
+enum {
+	DEFAULT_TIMEOUT_MS = 120000,
+	SPINNER_AFTER_MS = 300,
+};
+
+struct call {
+	const struct eosctl_cmd *cmd;
+	char *state;		   /* owned */
+	struct eosctl_endpoint ep; /* owned */
+	bool from_state;	   /* the endpoint came from eosd.json: autostart may help */
+	bool started;		   /* this call started eosd */
+	bool json;		   /* errors as JSON */
+	int64_t start_ns;
+	unsigned frame;
+	bool drawn;
+};
+
+static void
+call_release(struct call *c)
+{
+	free(c->state);
+	eosctl_endpoint_release(&c->ep);
+}
+
+static void
+tick(void *arg)
+{
+	struct call *c = arg;
+	int64_t ms = (eos_mono_ns() - c->start_ns) / 1000000;
+
+	if (ms < SPINNER_AFTER_MS)
+		return;
+	fprintf(stderr, "\r%c %s %s: %lld.%llds ", "|/-\\"[c->frame++ % 4],
+		c -> cmd -> op -> cli_group, c -> cmd -> op -> cli_verb, (long long)(ms / 1000),
+		(long long)(ms % 1000 / 100));
+	fflush(stderr);
+	c->drawn = true;
+}
+
+static void
+spinner_clear(struct call *c)
+{
+	if (c->drawn)
+		fprintf(stderr, "\r\033[K");
+	c->drawn = false;
+}
+
+static int
+fail(const struct call *c, const char *kind, const struct eos_error *err, int r)
+{
+	return eosctl_output_local_error(stderr, kind, eos_error_message(err, r), c->json);
+}
+
+/* --- where eosd is ---------------------------------------------------------------------------- */
+
+static int
+endpoint_from_state(struct call *c, struct eos_error *err)
+{
+	struct eosctl_daemon_info info = { 0 };
+	int r = eosctl_daemon_info_read(c->state, &info, err);
+
+	if (r == -ENOENT && !c->started) {
+		if ((r = eosctl_daemon_autostart(c->state, err)) < 0)
+			return r;
+		c->started = true;
+		r = eosctl_daemon_info_read(c->state, &info, err);
+	}
+	if (r < 0)
+		return r;
+	eosctl_endpoint_release(&c->ep);
+	r = eosctl_endpoint_parse(info.socket, &c->ep, err);
+	eosctl_daemon_info_release(&info);
+	c->from_state = true;
+	return r;
+}
+
+static int
+find_endpoint(struct call *c, struct eos_error *err)
+{
+	if (c->cmd->url)
+		return eosctl_endpoint_parse(c->cmd->url, &c->ep, err);
+	return endpoint_from_state(c, err);
+}
+
+/* --- the request ------------------------------------------------------------------------------ */
+
+static char *
+request_body(const struct eosctl_cmd *cmd)
+{
+	EOS_CLEANUP(json_decrefp) json_t *body = json_object();
+
+	if (!body ||
+	    (cmd->request_id &&
+	     eos_json_set(body, "request_id", json_string(cmd->request_id)) < 0) ||
+	    (cmd->sandbox && eos_json_set(body, "sandbox_id", json_string(cmd->sandbox)) < 0) ||
+	    json_object_set(body, "args", cmd->args) < 0)
+		return NULL;
+	return json_dumps(body, JSON_COMPACT);
+}
+
+static int
+send_op(struct call *c, const char *token, const char *body, struct eosctl_http_response *resp,
+	struct eos_error *err)
+{
+	const struct eos_op *op = c->cmd->op;
+	char target[256];
+	struct eosctl_http_request req = {
+		.method = "POST",
+		.target = target,
+		.token = token,
+		.body = body,
+		.body_len = strlen(body),
+		.timeout_ms = c->cmd->timeout_ms > 0 ? c->cmd->timeout_ms
+			      : op->long_running     ? 0
+						     : DEFAULT_TIMEOUT_MS,
+		.tick = op->long_running && isatty(STDERR_FILENO) ? tick : NULL,
+		.tick_arg = c,
+	};
+	int r;
+
+	snprintf(target, sizeof(target), "/v1/%s/%s", eos_surface_name(op->surface), op->name);
+	c->start_ns = eos_mono_ns();
+	r = eosctl_http_call(&c->ep, &req, resp, err);
+	spinner_clear(c);
+	return r;
+}
+
+/* Send; when nothing listens at eosd.json's socket (eosd was killed), start eosd and retry. */
+static int
+send_with_autostart(struct call *c, const char *token, const char *body,
+		    struct eosctl_http_response *resp, struct eos_error *err)
+{
+	int r = send_op(c, token, body, resp, err);
+
+	if ((r != -ECONNREFUSED && r != -ENOENT) || !c->from_state || c->started)
+		return r;
+	if ((r = eosctl_daemon_autostart(c->state, err)) < 0)
+		return r;
+	c->started = true;
+	if ((r = endpoint_from_state(c, err)) < 0)
+		return r;
+	return send_op(c, token, body, resp, err);
+}
+
+/* --- the reply -------------------------------------------------------------------------------- */
+
+static int
+handle_reply(const struct call *c, const struct eosctl_http_response *resp)
+{
+	EOS_CLEANUP(json_decrefp)
+	json_t *doc = json_loadb(resp->body, resp->body_len, JSON_DECODE_ANY, NULL);
+	char msg[512];
+
+	if (resp->status == 200 && doc) {
+		eosctl_output_result(stdout, c->cmd->op, doc,
+				     eosctl_output_is_text(c->cmd->output));
+		return fflush(stdout) == 0 ? EOSCTL_EXIT_OK : EOSCTL_EXIT_FAILED;
+	}
+	if (doc && json_is_object(json_object_get(doc, "error")))
+		return eosctl_output_error(stderr, doc, c->json);
+	snprintf(msg, sizeof(msg), "eosd at '%s' answered status %d with %s: %.200s", c->ep.name,
+		 resp->status, doc ? "no error envelope" : "a body that is not JSON", resp->body);
+	return eosctl_output_local_error(stderr, "io", msg, c->json);
+}
+
+static int
+run(struct call *c)
+{
+	cleanup_free char *token = NULL, *body = NULL;
+	struct eosctl_http_response resp = { 0 };
+	struct eos_error err = { 0 };
+	int r;
+
+	if ((r = eosctl_daemon_state_dir(c->cmd, &c->state, &err)) < 0)
+		return fail(c, "invalid", &err, r);
+	if ((r = find_endpoint(c, &err)) < 0)
+		return fail(c, eos_errkind_name(eos_errkind_of(r)), &err, r);
+	if ((r = eosctl_daemon_token(c->cmd, c->state, c->cmd->op->surface, &token, &err)) < 0)
+		return fail(c, "unauthorized", &err, r);
+	if (!(body = request_body(c->cmd)))
+		return fail(c, "out_of_memory", NULL, -ENOMEM);
+	if ((r = send_with_autostart(c, token, body, &resp, &err)) < 0)
+		return fail(c, eos_errkind_name(eos_errkind_of(r)), &err, r);
+	r = handle_reply(c, &resp);
+	eosctl_http_response_release(&resp);
+	return r;
+}
+
+int
+eosctl_call_run(const struct eosctl_cmd *cmd)
+{
+	struct call c = { .cmd = cmd, .json = cmd->output == EOSCTL_OUTPUT_JSON };
+	int r = run(&c);
+
+	call_release(&c);
+	return r;
+}

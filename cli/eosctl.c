@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* eosctl: the lifecycle command line over eosd (cli/eosctl.h, doc/eosctl.md). */
+#include "cli/eosctl.h"
+
+#include <stdio.h>
+
+#include "common/log.h"
+
+static int
+usage_error(const struct eos_error *err)
+{
+	fprintf(stderr, "eosctl: %s\n", eos_error_message(err, -22));
+	return EOSCTL_EXIT_USAGE;
+}
+
+static int
+help(const struct eosctl_cmd *cmd)
+{
+	FILE *f = cmd->help_is_error ? stderr : stdout;
+
+	if (cmd->op)
+		eosctl_help_op(f, cmd->op);
+	else if (cmd->local)
+		eosctl_help_local(f, cmd->local);
+	else if (cmd->group)
+		eosctl_help_group(f, cmd->group);
+	else
+		eosctl_help_all(f);
+	return cmd->help_is_error ? EOSCTL_EXIT_USAGE : EOSCTL_EXIT_OK;
+}
+
+static int
+dispatch(const struct eosctl_cmd *cmd)
+{
+	switch (cmd->action) {
+	case EOSCTL_ACTION_OP:
+		return eosctl_call_run(cmd);
+	case EOSCTL_ACTION_HELP:
+		return help(cmd);
+	case EOSCTL_ACTION_COMPLETION:
+		eosctl_help_completion_bash(stdout);
+		return EOSCTL_EXIT_OK;
+	case EOSCTL_ACTION_VERSION:
+		printf("eosctl %s\n", PACKAGE_VERSION);
+		return EOSCTL_EXIT_OK;
+	case EOSCTL_ACTION_DAEMON_START:
+		return eosctl_daemon_start(cmd);
+	case EOSCTL_ACTION_DAEMON_STOP:
+		return eosctl_daemon_stop(cmd);
+	case EOSCTL_ACTION_DAEMON_STATUS:
+		return eosctl_daemon_status(cmd);
+	}
+	return EOSCTL_EXIT_USAGE;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct eosctl_cmd cmd = { 0 };
+	struct eos_error err = { 0 };
+	int r;
+
+	eos_log_set_program("eosctl");
+	eos_log_init_from_env();
+	if (eosctl_args_parse(argc, argv, &cmd, &err) < 0)
+		r = usage_error(&err);
+	else
+		r = dispatch(&cmd);
+	eosctl_cmd_release(&cmd);
+	if (fflush(stdout) != 0 && r == EOSCTL_EXIT_OK)
+		r = EOSCTL_EXIT_FAILED;
+	return r;
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * eosctl: the lifecycle command line over eosd (doc/eosctl.md). Private to cli/eosctl*.c.
+ *
+ * eosctl knows no operation of its own: `eosctl GROUP VERB …` is the catalog's operation with
+ * that cli_group and cli_verb (common/catalog.h), its positionals and --options are the
+ * operation's arguments, and help and bash completion are generated from the same table. Only
+ * `daemon start|stop|status` (which act on the process, not through it), `help` and
+ * `completion` are eosctl's own.
+ *
+ *	main (eosctl.c)
+ *	  eosctl_args_parse()      argv → struct eosctl_cmd, or a usage error (exit 2, nothing sent)
+ *	  eosctl_call_run()        find eosd (eosctl-daemon.c: eosd.json, token, autostart), send
+ *	                           the request (cli/http.h), render the reply (eosctl-output.c)
+ *	  eosctl_daemon_*()        daemon start|stop|status
+ *	  eosctl_help_*()          --help, help OP, completion bash (eosctl-help.c)
+ *
+ * Runs single-threaded; nothing here is shared between threads.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "common/catalog.h"
+#include "common/error.h"
+
+/* Process exit statuses (doc/eosctl.md). */
+enum eosctl_exit {
+	EOSCTL_EXIT_OK = 0,
+	EOSCTL_EXIT_FAILED = 1,	  /* the operation failed (or eosd could not be reached) */
+	EOSCTL_EXIT_USAGE = 2,	  /* a bad command line; nothing was sent */
+	EOSCTL_EXIT_REJECTED = 3, /* a publish the gate rejected (kind publish_rejected) */
+};
+
+enum eosctl_output {
+	EOSCTL_OUTPUT_AUTO, /* text when stdout is a terminal, else JSON */
+	EOSCTL_OUTPUT_TEXT,
+	EOSCTL_OUTPUT_JSON,
+};
+
+enum eosctl_action {
+	EOSCTL_ACTION_OP,	  /* call cmd->op */
+	EOSCTL_ACTION_HELP,	  /* help of cmd->op, cmd->local, cmd->group, or everything */
+	EOSCTL_ACTION_COMPLETION, /* print the bash completion script */
+	EOSCTL_ACTION_VERSION,	  /* eosctl's own version */
+	EOSCTL_ACTION_DAEMON_START,
+	EOSCTL_ACTION_DAEMON_STOP,
+	EOSCTL_ACTION_DAEMON_STATUS,
+};
+
+/* A command of eosctl's own (not in the catalog). */
+struct eosctl_local {
+	const char *group, *verb, *help;
+	enum eosctl_action action;
+};
+
+/* A parsed command line. Strings are borrowed from argv; args is owned. */
+struct eosctl_cmd {
+	enum eosctl_action action;
+	const struct eos_op *op;	  /* OP; HELP of one operation */
+	const struct eosctl_local *local; /* HELP of a local command */
+	const char *group;		  /* HELP of one group */
+	json_t *args;			  /* OP: the arguments given, checked (owned) */
+	const char *sandbox;		  /* --sandbox (or the sandbox group's first word) */
+	const char *request_id;		  /* --request-id */
+	const char *state_dir;		  /* --state-dir */
+	const char *url;		  /* --url */
+	const char *token_file;		  /* --token-file */
+	int timeout_ms;			  /* --timeout (seconds on the line); 0: the default */
+	enum eosctl_output output;	  /* --json, --text, --output */
+	bool help_is_error;		  /* HELP because the line was incomplete: exit 2 */
+};
+
+/* --- eosctl-args.c ---------------------------------------------------------------------------- */
+
+/*
+ * Parse argv (argv[0] is the program) into *cmd, which the caller zeroed. -EINVAL with a
+ * message naming the word, option or argument at fault: an unknown command or option, a missing
+ * positional or required argument, a value the catalog refuses; the errno of a --NAME-file that
+ * cannot be read. Release *cmd in any case.
+ */
+int eosctl_args_parse(int argc, char *const *argv, struct eosctl_cmd *cmd, struct eos_error *err);
+void eosctl_cmd_release(struct eosctl_cmd *cmd);
+
+/* The command-line name of a (its name with '_' → '-') in buf of n bytes. */
+void eosctl_arg_cli_name(const struct eos_arg *a, char *buf, size_t n);
+/* The metavariable of a ("PATH", "ID", "N", …) in buf of n bytes. */
+void eosctl_arg_metavar(const struct eos_arg *a, char *buf, size_t n);
+/* Whether op takes its sandbox as its first positional word (the sandbox group). */
+bool eosctl_op_sandbox_positional(const struct eos_op *op);
+
+/* eosctl's own commands; *n receives their number. */
+const struct eosctl_local *eosctl_local_commands(size_t *n);
+
+/* The options every command takes: name (without "--"), metavariable (NULL: a flag), help. */
+struct eosctl_global_opt {
+	const char *name, *metavar, *help;
+};
+const struct eosctl_global_opt *eosctl_global_options(size_t *n);
+
+/*
+ * The value of a read from file path ("-": standard input), for --NAME-file: a string argument
+ * takes the bytes (UTF-8, up to its limit), an edits argument their JSON. Caller owns *ret.
+ * Defined in eosctl-input.c.
+ */
+int eosctl_args_read_file(const struct eos_arg *a, const char *path, json_t **ret,
+			  struct eos_error *err);
+
+/* --- eosctl-help.c ---------------------------------------------------------------------------- */
+
+/* Every group and command, one line each. */
+void eosctl_help_all(FILE *f);
+/* The commands of group; -ENOENT when no command has that group. */
+int eosctl_help_group(FILE *f, const char *group);
+/* One operation: usage line, help, every argument with its kind, default and help. */
+void eosctl_help_op(FILE *f, const struct eos_op *op);
+void eosctl_help_local(FILE *f, const struct eosctl_local *l);
+/* "eosctl sandbox create SOURCE [--id ID]" */
+void eosctl_help_usage_line(FILE *f, const struct eos_op *op);
+/* The bash completion script for eosctl. */
+void eosctl_help_completion_bash(FILE *f);
+
+/* --- eosctl-output.c -------------------------------------------------------------------------- */
+
+/* Render op's successful reply doc on f: as one JSON line, or as text (op may be NULL). */
+void eosctl_output_result(FILE *f, const struct eos_op *op, const json_t *doc, bool text);
+/*
+ * Report a failure on f (stderr): the envelope {"error":{kind,message,details}} as one JSON line,
+ * or "eosctl: <kind>: <message>" and, for publish_rejected, one line per conflict. Returns the
+ * exit status the kind calls for (1, or 3 for publish_rejected).
+ */
+int eosctl_output_error(FILE *f, const json_t *envelope, bool json);
+/* Report a local failure (eosd unreachable, a token missing) as an envelope of kind. */
+int eosctl_output_local_error(FILE *f, const char *kind, const char *message, bool json);
+/* Whether output goes as text for mode o (AUTO: stdout is a terminal). */
+bool eosctl_output_is_text(enum eosctl_output o);
+
+/* --- eosctl-daemon.c -------------------------------------------------------------------------- */
+
+/* What <state>/eosd.json says of the running eosd. */
+struct eosctl_daemon_info {
+	long pid;
+	char *socket;  /* owned */
+	char *tcp;     /* owned, or NULL */
+	char *version; /* owned, or NULL */
+};
+void eosctl_daemon_info_release(struct eosctl_daemon_info *info);
+
+/* The state directory: --state-dir, else eos_default_state_dir(), made absolute. */
+int eosctl_daemon_state_dir(const struct eosctl_cmd *cmd, char **ret, struct eos_error *err);
+/* Read <state>/eosd.json; -ENOENT when there is none (no eosd, or one that exited cleanly). */
+int eosctl_daemon_info_read(const char *state, struct eosctl_daemon_info *info,
+			    struct eos_error *err);
+/* The token for surface s: --token-file, else <state>/tokens/<surface>. Caller owns *ret. */
+int eosctl_daemon_token(const struct eosctl_cmd *cmd, const char *state, enum eos_surface s,
+			char **ret, struct eos_error *err);
+/*
+ * Start eosd for state (found beside eosctl, then in the build tree, then in PATH) and wait
+ * until it is ready; -ECONNREFUSED saying how to start it when EOS_NO_AUTOSTART=1.
+ */
+int eosctl_daemon_autostart(const char *state, struct eos_error *err);
+/* Whether an eosd answers GET /v1/health at the socket of info. */
+bool eosctl_daemon_answers(const struct eosctl_daemon_info *info);
+
+/* daemon start|stop|status; they return the exit status. */
+int eosctl_daemon_start(const struct eosctl_cmd *cmd);
+int eosctl_daemon_stop(const struct eosctl_cmd *cmd);
+int eosctl_daemon_status(const struct eosctl_cmd *cmd);
+
+/* --- eosctl-call.c ---------------------------------------------------------------------------- */
+
+/* Send cmd's operation to eosd (starting it when needed) and render the reply: the exit status. */
+int eosctl_call_run(const struct eosctl_cmd *cmd);
