@@ -23,6 +23,7 @@ char *store_dir;
 struct eos_store *st;
 
 struct live lv;
+bool lv_writeback;
 
 static void
 lv_src_file(const char *src, const char *rel, const char *text)
@@ -79,7 +80,14 @@ lv_start(const char *session)
 	struct eos_error err = { 0 };
 	int r;
 
-	lv.v = lv_view_open(session, false);
+	struct eos_view_options o = { .store = st,
+				      .sandbox = SBX,
+				      .session = session,
+				      .create = true,
+				      .writeback = lv_writeback };
+
+	r = eos_view_open(&o, &lv.v, &err);
+	ck_ok(r, err);
 	lv.mnt = eos_test_tmpdir("live-mnt");
 	r = eos_view_mount(lv.v, lv.mnt, NULL, &lv.m, &err);
 	ck_ok(r, err);
@@ -234,6 +242,22 @@ lv_publish(void)
 }
 
 /* Session name sets path's content to text through the view's operations, then publishes. */
+void
+lv_other_removes(const char *name, const char *dir, const char *file)
+{
+	struct eos_publish_result res;
+	struct eos_error err = { 0 };
+	struct eos_view *v = lv_view_open(name, false);
+	int r;
+
+	ck_rc(eos_fs_unlink(v, tv_lookup(v, dir), file, false), 0);
+	eos_view_close(v);
+	r = eos_view_publish(st, SBX, name, NULL, &res, &err);
+	ck_ok(r, err);
+	ck_assert_int_eq(res.status, EOS_PUBLISH_PUBLISHED);
+	eos_publish_result_release(&res);
+}
+
 void
 lv_other_publishes(const char *name, const char *path, const char *text)
 {

@@ -33,6 +33,7 @@ struct live {
 };
 
 extern struct live lv;
+extern bool lv_writeback; /* lv_start opens the view with the writeback cache */
 
 /* A process appending lines to a file of the mount for as long as the test runs. */
 struct appender {
@@ -74,6 +75,8 @@ size_t lv_delta_entries(struct eos_view *v);
 enum eos_publish_status lv_publish(void);
 /* Session name (unmounted) sets path (top level) to text and publishes it. */
 void lv_other_publishes(const char *name, const char *path, const char *text);
+/* Session name (unmounted) removes file dir/file and publishes. */
+void lv_other_removes(const char *name, const char *dir, const char *file);
 /* Start appending 8-byte lines "w%06u\n" to rel through the mount. */
 void lv_appender_start(struct appender *a, const char *rel);
 /* Stop; no write failed. */

@@ -105,13 +105,74 @@ START_TEST(test_merge_shows_merged_file)
 	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "MINE1\nline2\nline3\nline4\nline5\n");
 	lv_other_publishes("s2", "a.txt", "line1\nline2\nline3\nline4\nTHEIR5\n");
 	lv_other_publishes("s3", "theirs.txt", "theirs\n");
+	ck_assert(lv_mnt_exists("dir/b.txt")); /* the kernel now caches it */
+	lv_other_removes("s4", "dir", "b.txt");
 	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert(!lv_mnt_exists("dir/b.txt"));
 	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "MINE1\nline2\nline3\nline4\nTHEIR5\n");
 	ck_assert_str_eq(lv_mnt_read("a.txt", buf, sizeof(buf)),
 			 "MINE1\nline2\nline3\nline4\nTHEIR5\n");
 	ck_assert_str_eq(lv_mnt_read("theirs.txt", buf, sizeof(buf)), "theirs\n");
 	ck_assert_uint_eq(lv_delta_entries(lv.v), 0);
 	close(fd);
+}
+END_TEST
+
+/* With the writeback cache: the kernel's cached writes join the publish. */
+START_TEST(test_writeback_publish)
+{
+	char buf[256];
+	int fd;
+
+	lv_writeback = true;
+	lv_start("s1");
+	fd = lv_mnt_open("a.txt", O_RDWR);
+	ck_assert_int_eq(pwrite(fd, "CACHE", 5, 0), 5);
+	lv_other_publishes("s2", "z.txt", "z\n");
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert(lv_head_read("a.txt", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "CACHE\nline2\nline3\nline4\nline5\n");
+	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "CACHE\nline2\nline3\nline4\nline5\n");
+	ck_assert_int_eq(pwrite(fd, "AGAIN", 5, 6), 5);
+	close(fd);
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert(lv_head_read("a.txt", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "CACHE\nAGAIN\nline3\nline4\nline5\n");
+}
+END_TEST
+
+/* The view mounted twice: the kernel's caches of both mounts are invalidated. */
+START_TEST(test_two_mounts)
+{
+	cleanup_free char *mnt2 = eos_test_tmpdir("live-mnt2"), *p = NULL;
+	struct eos_view_mount *m2 = NULL;
+	struct eos_error err = { 0 };
+	pthread_t server2;
+	char buf[256];
+	int fd;
+
+	lv_start("s1");
+	ck_ok(eos_view_mount(lv.v, mnt2, NULL, &m2, &err), err);
+	ck_assert_int_eq(pthread_create(&server2, NULL, lv_serve_main, m2), 0);
+	ck_assert_int_ge(asprintf(&p, "%s/a.txt", mnt2), 0);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), BASE_A); /* cached by mount 2 */
+	lv_mnt_write("new.txt", "new\n");
+	lv_other_publishes("s2", "a.txt", "line1\nline2\nline3\nline4\nTHEIR5\n");
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "line1\nline2\nline3\nline4\nTHEIR5\n");
+	close(fd);
+	free(p);
+	ck_assert_int_ge(asprintf(&p, "%s/new.txt", mnt2), 0);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "new\n");
+	close(fd);
+	eos_view_mount_stop(m2);
+	pthread_join(server2, NULL);
+	eos_view_mount_free(m2);
+	rmdir(mnt2);
 }
 END_TEST
 
@@ -318,6 +379,8 @@ suite(void)
 	tcase_add_test(tc, test_rejected_keeps_session);
 	tcase_add_test(tc, test_merge_shows_merged_file);
 	tcase_add_test(tc, test_namespace_after_reset);
+	tcase_add_test(tc, test_writeback_publish);
+	tcase_add_test(tc, test_two_mounts);
 	if (EOS_FAILPOINTS_COMPILED)
 		tcase_add_loop_test(tc, test_kill_during_publish, 0, (int)EOS_ARRAY_SIZE(CRASHES));
 	suite_add_tcase(s, tc);
