@@ -259,6 +259,8 @@ fork_locked(struct eos_view *v, const char *name, struct eos_error *err)
 	r = r ?: eos_store_session_copy(v->store, v->sandbox, v->session, name, NULL, err);
 	if (r < 0 && r != -EEXIST && dir)
 		eos_rm_rf(dir); /* no session of that name: its directory goes */
+	if (r == 0)
+		(void)EOS_FAILPOINT("fork.recorded"); /* crash tests only ("=kill") */
 	return r;
 }
 

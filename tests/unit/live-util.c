@@ -4,10 +4,13 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -330,4 +333,39 @@ lv_appender_check(const struct appender *a, const char *text)
 		snprintf(line, sizeof(line), "w%06u\n", i);
 		ck_assert_msg(memcmp(text + (size_t)i * 8, line, 8) == 0, "line %u is lost", i);
 	}
+}
+
+/* --- crash children --------------------------------------------------------------------------- */
+
+static void
+unmount_dead(const char *mnt)
+{
+	cleanup_free char *cmd = NULL;
+
+	if (umount2(mnt, MNT_DETACH) == 0)
+		return;
+	ck_assert_int_ge(asprintf(&cmd, "fusermount3 -uz '%s'", mnt), 0);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+void
+lv_run_child(const char *failpoint, const char *mode, const char *mnt)
+{
+	cleanup_free char *env = NULL;
+	int status;
+	pid_t pid;
+
+	ck_assert_int_ge(asprintf(&env, "%s=kill", failpoint), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("EOS_FAILPOINTS", env, 1);
+		execl("/proc/self/exe", mode, mode, store_dir, mnt, NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	unmount_dead(mnt);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		      "'%s': the child ended with status %d instead of being killed", failpoint,
+		      status);
 }

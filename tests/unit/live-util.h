@@ -75,6 +75,11 @@ size_t lv_delta_entries(struct eos_view *v);
 enum eos_publish_status lv_publish(void);
 /* Session name (unmounted) sets path (top level) to text and publishes it. */
 void lv_other_publishes(const char *name, const char *path, const char *text);
+/*
+ * Run this test binary again as "<binary> mode store_dir mnt" (main() dispatches on mode) with
+ * EOS_FAILPOINTS=failpoint=kill, wait for it to be SIGKILLed there, and detach its dead mount.
+ */
+void lv_run_child(const char *failpoint, const char *mode, const char *mnt);
 /* Session name (unmounted) removes file dir/file and publishes. */
 void lv_other_removes(const char *name, const char *dir, const char *file);
 /* Start appending 8-byte lines "w%06u\n" to rel through the mount. */

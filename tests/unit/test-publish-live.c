@@ -283,39 +283,6 @@ crash_child(const char *dir, const char *mnt)
 }
 
 static void
-unmount_dead(const char *mnt)
-{
-	cleanup_free char *cmd = NULL;
-
-	if (umount2(mnt, MNT_DETACH) == 0)
-		return;
-	ck_assert_int_ge(asprintf(&cmd, "fusermount3 -uz '%s'", mnt), 0);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
-static void
-run_crash_child(const char *failpoint, const char *mnt)
-{
-	cleanup_free char *env = NULL;
-	int status;
-	pid_t pid;
-
-	ck_assert_int_ge(asprintf(&env, "%s=kill", failpoint), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		setenv("EOS_FAILPOINTS", env, 1);
-		execl("/proc/self/exe", "test-publish-live", "crash-child", store_dir, mnt, NULL);
-		_exit(127);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	unmount_dead(mnt);
-	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-		      "'%s': the child ended with status %d instead of being killed", failpoint,
-		      status);
-}
-
-static void
 fsck_one(void *ctx, const char *kind, const char *message)
 {
 	(void)ctx;
@@ -349,7 +316,7 @@ START_TEST(test_kill_during_publish)
 	struct eos_view *v;
 
 	eos_store_close(st);
-	run_crash_child(CRASHES[_i].failpoint, mnt);
+	lv_run_child(CRASHES[_i].failpoint, "crash-child", mnt);
 	ck_ok(eos_store_open(store_dir, NULL, &st, &err), err);
 	check_clean();
 	ck_ok(eos_store_session_get(st, SBX, "s1", &info, &err), err);
