@@ -335,6 +335,31 @@ lv_appender_check(const struct appender *a, const char *text)
 	}
 }
 
+/* --- checks ---------------------------------------------------------------------------------- */
+
+static void
+fsck_one(void *ctx, const char *kind, const char *message)
+{
+	(void)ctx;
+	fprintf(stderr, "fsck: %s: %s\n", kind, message);
+}
+
+void
+lv_check_clean(const char *session)
+{
+	struct eos_fsck_result res;
+	struct eos_error err = { 0 };
+	struct eos_view *v = lv_view_open(session, true);
+	int r = eos_store_fsck(st, 0, fsck_one, NULL, &res, &err);
+
+	ck_ok(r, err);
+	ck_assert_uint_eq(res.violations, 0);
+	r = eos_view_check(v, fsck_one, NULL, &err);
+	ck_ok(r, err);
+	ck_assert_int_eq(r, 0);
+	eos_view_close(v);
+}
+
 /* --- crash children --------------------------------------------------------------------------- */
 
 static void

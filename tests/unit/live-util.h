@@ -75,6 +75,8 @@ size_t lv_delta_entries(struct eos_view *v);
 enum eos_publish_status lv_publish(void);
 /* Session name (unmounted) sets path (top level) to text and publishes it. */
 void lv_other_publishes(const char *name, const char *path, const char *text);
+/* fsck finds nothing, nor does eos_view_check() of session (each violation on stderr). */
+void lv_check_clean(const char *session);
 /*
  * Run this test binary again as "<binary> mode store_dir mnt" (main() dispatches on mode) with
  * EOS_FAILPOINTS=failpoint=kill, wait for it to be SIGKILLed there, and detach its dead mount.

@@ -46,29 +46,6 @@ fork_ok(const char *name)
 	fork_ok_of(lv.v, name);
 }
 
-static void
-fsck_one(void *ctx, const char *kind, const char *message)
-{
-	(void)ctx;
-	fprintf(stderr, "fsck: %s: %s\n", kind, message);
-}
-
-static void
-check_clean(const char *session)
-{
-	struct eos_fsck_result res;
-	struct eos_error err = { 0 };
-	struct eos_view *v = lv_view_open(session, true);
-	int r = eos_store_fsck(st, 0, fsck_one, NULL, &res, &err);
-
-	ck_ok(r, err);
-	ck_assert_uint_eq(res.violations, 0);
-	r = eos_view_check(v, fsck_one, NULL, &err);
-	ck_ok(r, err);
-	ck_assert_int_eq(r, 0);
-	eos_view_close(v);
-}
-
 static bool
 view_has(struct eos_view *v, const char *path)
 {
@@ -116,7 +93,7 @@ START_TEST(test_fork_holds_changes)
 	ck_ok(eos_store_session_get(st, SBX, "s1", &a, &err), err);
 	ck_ok(eos_store_session_get(st, SBX, "s2", &b, &err), err);
 	ck_assert_uint_eq(a.version, b.version);
-	check_clean("s2");
+	lv_check_clean("s2");
 	f = lv_view_open("s2", false);
 	ck_assert_str_eq(tv_read_all(f, "a.txt", buf, sizeof(buf)),
 			 "LINE1\nline2\nline3\nline4\nline5\n");
@@ -139,7 +116,7 @@ START_TEST(test_fork_holds_changes)
 	ck_assert_str_eq(buf, "LINE1\nline2\nLINE3\nline4\nLINE5\n");
 	ck_assert(lv_head_read("fork-only.txt", buf, sizeof(buf)));
 	close(fd);
-	check_clean("s1");
+	lv_check_clean("s1");
 }
 END_TEST
 
@@ -175,7 +152,7 @@ START_TEST(test_fork_while_writing)
 	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
 	ck_assert(lv_head_read("log.txt", buf, sizeof(buf)));
 	lv_appender_check(&ap, buf);
-	check_clean("f4");
+	lv_check_clean("f4");
 }
 END_TEST
 
@@ -255,7 +232,7 @@ START_TEST(test_kill_during_fork)
 	eos_store_close(st);
 	lv_run_child(CRASHES[_i].failpoint, "fork-child", mnt);
 	ck_ok(eos_store_open(store_dir, NULL, &st, &err), err);
-	check_clean("s1");
+	lv_check_clean("s1");
 	ck_assert_int_eq(eos_store_session_get(st, SBX, "s2", &info, NULL),
 			 CRASHES[_i].forked ? 0 : -ENOENT);
 	v = lv_view_open("s1", false);
@@ -264,12 +241,12 @@ START_TEST(test_kill_during_fork)
 	if (!CRASHES[_i].forked)
 		fork_ok_of(v, "s2"); /* the name is free, its stray directory reused */
 	eos_view_close(v);
-	check_clean("s2");
+	lv_check_clean("s2");
 	v = lv_view_open("s2", false);
 	ck_assert_str_eq(tv_read_all(v, "a.txt", buf, sizeof(buf)),
 			 "FORKD\nline2\nline3\nline4\nline5\n");
 	eos_view_close(v);
-	check_clean("s2");
+	lv_check_clean("s2");
 	rmdir(mnt);
 }
 END_TEST

@@ -282,29 +282,6 @@ crash_child(const char *dir, const char *mnt)
 	return r < 0 ? crash_fail("publish", &err, r) : 3; /* not killed */
 }
 
-static void
-fsck_one(void *ctx, const char *kind, const char *message)
-{
-	(void)ctx;
-	fprintf(stderr, "fsck: %s: %s\n", kind, message);
-}
-
-static void
-check_clean(void)
-{
-	struct eos_fsck_result res;
-	struct eos_error err = { 0 };
-	struct eos_view *v = lv_view_open("s1", true);
-	int r = eos_store_fsck(st, 0, fsck_one, NULL, &res, &err);
-
-	ck_ok(r, err);
-	ck_assert_uint_eq(res.violations, 0);
-	r = eos_view_check(v, fsck_one, NULL, &err);
-	ck_ok(r, err);
-	ck_assert_int_eq(r, 0);
-	eos_view_close(v);
-}
-
 /* Killed at any step: either the publish is complete and the session empty on the new head, or
  * nothing is published and the session holds every acknowledged change. */
 START_TEST(test_kill_during_publish)
@@ -318,7 +295,7 @@ START_TEST(test_kill_during_publish)
 	eos_store_close(st);
 	lv_run_child(CRASHES[_i].failpoint, "crash-child", mnt);
 	ck_ok(eos_store_open(store_dir, NULL, &st, &err), err);
-	check_clean();
+	lv_check_clean("s1");
 	ck_ok(eos_store_session_get(st, SBX, "s1", &info, &err), err);
 	ck_assert_uint_eq(info.version, lv_head_of());
 	ck_assert_uint_eq(lv_head_of(), CRASHES[_i].published ? 2 : 1);
@@ -329,7 +306,7 @@ START_TEST(test_kill_during_publish)
 	ck_assert_uint_eq(lv_delta_entries(v), CRASHES[_i].published ? 0 : 2);
 	eos_view_close(v);
 	ck_assert(lv_head_read("new.txt", buf, sizeof(buf)) == CRASHES[_i].published);
-	check_clean();
+	lv_check_clean("s1");
 	rmdir(mnt);
 }
 END_TEST
