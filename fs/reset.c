@@ -224,10 +224,13 @@ mirror(struct reset *rs, struct eos_node *n, const char *path, const struct eos_
 	n->lst = lst;
 	free(n->lower);
 	n->lower = lower;
+	uint32_t nlink = n->nlink;
+
 	n->flags = 0;
 	eos_node_fill_lower(n, st);
+	/* an unchanged member keeps its count: counting walks the whole tree (links.c) */
 	if (st->kind == EOS_KIND_FILE && st->link_group)
-		n->nlink = eos_links_count(rs->v, st->link_group);
+		n->nlink = changed ? eos_links_count(rs->v, st->link_group) : nlink;
 	n->gen++;
 	return eos_node_identity_set(rs->v, path, st->link_group, n->ino);
 }

@@ -40,7 +40,7 @@ lv_src_file(const char *src, const char *rel, const char *text)
 void
 lv_import_base(void)
 {
-	cleanup_free char *src = eos_test_tmpdir("live-src");
+	cleanup_free char *src = eos_test_tmpdir("live-src"), *h1 = NULL, *h2 = NULL;
 	struct eos_import_options io = { .sandbox = SBX, .threads = 1 };
 	struct eos_error err = { 0 };
 	struct eos_import_result ir;
@@ -49,6 +49,10 @@ lv_import_base(void)
 	lv_src_file(src, "a.txt", BASE_A);
 	lv_src_file(src, "dir/b.txt", "bee\n");
 	lv_src_file(src, "old/c.txt", "c\n");
+	lv_src_file(src, "links/h1", "linked\n");
+	ck_assert_int_ge(asprintf(&h1, "%s/links/h1", src), 0);
+	ck_assert_int_ge(asprintf(&h2, "%s/links/h2", src), 0);
+	ck_assert_int_eq(link(h1, h2), 0);
 	r = eos_store_import(st, src, &io, &ir, &err);
 	ck_ok(r, err);
 	eos_test_rm_rf(src);

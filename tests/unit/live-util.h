@@ -44,7 +44,7 @@ struct appender {
 	int failed; /* errno of a failed or short write */
 };
 
-/* Import the base: a.txt (BASE_A), dir/b.txt, old/c.txt. */
+/* Import the base: a.txt (BASE_A), dir/b.txt, old/c.txt, links/h1 = links/h2 (hard links). */
 void lv_import_base(void);
 /* Open (creating) a view of session; inspect: for eos_view_check. */
 struct eos_view *lv_view_open(const char *session, bool inspect);

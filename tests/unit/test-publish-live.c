@@ -118,6 +118,37 @@ START_TEST(test_merge_shows_merged_file)
 }
 END_TEST
 
+/* A hard-linked file written through one name: both names show the bytes after the reset. */
+START_TEST(test_hard_links)
+{
+	cleanup_free char *p1 = NULL, *p2 = NULL;
+	struct stat s1, s2;
+	char buf[256];
+	int fd;
+
+	lv_start("s1");
+	p1 = lv_mnt_path("links/h1");
+	p2 = lv_mnt_path("links/h2");
+	fd = lv_mnt_open("links/h1", O_RDWR);
+	ck_assert_int_eq(pwrite(fd, "LINKED", 6, 0), 6);
+	ck_assert_str_eq(lv_mnt_read("links/h2", buf, sizeof(buf)), "LINKED\n");
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert(lv_head_read("links/h2", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "LINKED\n");
+	ck_assert_str_eq(lv_mnt_read("links/h2", buf, sizeof(buf)), "LINKED\n");
+	ck_assert_int_eq(pwrite(fd, "linked", 6, 0), 6);
+	ck_assert_str_eq(lv_mnt_read("links/h2", buf, sizeof(buf)), "linked\n");
+	close(fd);
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert(lv_head_read("links/h1", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "linked\n");
+	ck_assert_int_eq(lstat(p1, &s1), 0);
+	ck_assert_int_eq(lstat(p2, &s2), 0);
+	ck_assert_uint_eq(s1.st_ino, s2.st_ino);
+	ck_assert_uint_eq(s1.st_nlink, 2);
+}
+END_TEST
+
 /* With the writeback cache: the kernel's cached writes join the publish. */
 START_TEST(test_writeback_publish)
 {
@@ -217,7 +248,7 @@ START_TEST(test_namespace_after_reset)
 	ck_assert(!lv_mnt_exists("dir"));
 	ck_assert_str_eq(lv_mnt_read("dir2/b.txt", buf, sizeof(buf)), "bee\n");
 	ck_assert_str_eq(lv_mnt_read("newdir/f.txt", buf, sizeof(buf)), "f\n");
-	ck_assert_uint_eq(list_names("", buf, sizeof(buf)), 4);
+	ck_assert_uint_eq(list_names("", buf, sizeof(buf)), 5);
 	ck_assert(strstr(buf, "dir2 ") && strstr(buf, "newdir ") && strstr(buf, "old "));
 	ck_assert_uint_eq(list_names("old", buf, sizeof(buf)), 0);
 	ck_assert(lv_head_read("dir2/b.txt", buf, sizeof(buf)));
@@ -324,6 +355,7 @@ suite(void)
 	tcase_add_test(tc, test_merge_shows_merged_file);
 	tcase_add_test(tc, test_namespace_after_reset);
 	tcase_add_test(tc, test_writeback_publish);
+	tcase_add_test(tc, test_hard_links);
 	tcase_add_test(tc, test_two_mounts);
 	if (EOS_FAILPOINTS_COMPILED)
 		tcase_add_loop_test(tc, test_kill_during_publish, 0, (int)EOS_ARRAY_SIZE(CRASHES));
