@@ -373,7 +373,7 @@ load_lower(struct eos_view *v, struct eos_node *n)
 
 	if (!n->lower)
 		return 0;
-	r = eos_store_stat(v->store, v->sandbox, v->version, n->lower, &st, NULL);
+	r = eos_tree_stat(v->tree, n->lower, &st, NULL);
 	if (r < 0) {
 		eos_log_error("session '%s': inode %lu: origin '%s' is gone from the store",
 			      v->session, (unsigned long)n->ino, n->lower);

@@ -28,8 +28,7 @@ lower_lookup(struct eos_view *v, struct eos_node *p, const char *name, struct eo
 {
 	if (!has_lower(p))
 		return -ENOENT;
-	return eos_store_lookup_child(v->store, v->sandbox, v->version, p->lower, p->lst, name, ret,
-				      NULL);
+	return eos_tree_lookup_child(v->tree, p->lower, p->lst, name, ret, NULL);
 }
 
 int
@@ -201,8 +200,7 @@ walk_dir(struct walk *w)
 
 	if (r < 0 || (w->stop_at_first && w->any) || !has_lower(w->p))
 		return r;
-	r = eos_store_readdir(w->v->store, w->v->sandbox, w->v->version, w->p->lower, NULL,
-			      walk_lower_one, w, NULL);
+	r = eos_tree_readdir(w->v->tree, w->p->lower, NULL, walk_lower_one, w, NULL);
 	return r < 0 ? r : 0;
 }
 

@@ -316,8 +316,7 @@ eos_fs_readlink(struct eos_view *v, struct eos_node *n, char **ret)
 	if (!S_ISLNK(n->mode))
 		r = -EINVAL;
 	else if (!n->target && n->lower)
-		r = eos_store_readlink(v->store, v->sandbox, v->version, n->lower, &n->target,
-				       NULL);
+		r = eos_tree_readlink(v->tree, n->lower, &n->target, NULL);
 	if (r == 0)
 		*ret = n->target ? strdup(n->target) : NULL;
 	if (r == 0 && !*ret)

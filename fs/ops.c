@@ -673,322 +673,111 @@ op_init(void *userdata, struct fuse_conn_info *conn)
 
 /* --- the gate (fs/gate.c): every request passes it ------------------------------------------- */
 
-static void
-op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct eos_view *v = view_of(req);
+/* op_<name>(params): serve_<name>(args) behind the gate, as a reader or a writer of the view. */
+#define GATED(kind, name, params, args)            \
+	static void op_##name params               \
+	{                                          \
+		struct eos_view *v = view_of(req); \
+                                                   \
+		eos_gate_##kind##_enter(v);        \
+		serve_##name args;                 \
+		eos_gate_##kind##_leave(v);        \
+	}
 
-	eos_gate_read_enter(v);
-	serve_lookup(req, parent, name);
-	eos_gate_read_leave(v);
-}
+GATED(read, lookup, (fuse_req_t req, fuse_ino_t parent, const char *name), (req, parent, name))
 
-static void
-op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
-{
-	struct eos_view *v = view_of(req);
+GATED(read, forget, (fuse_req_t req, fuse_ino_t ino, uint64_t nlookup), (req, ino, nlookup))
 
-	eos_gate_read_enter(v);
-	serve_forget(req, ino, nlookup);
-	eos_gate_read_leave(v);
-}
+GATED(read, forget_multi, (fuse_req_t req, size_t count, struct fuse_forget_data *forgets),
+      (req, count, forgets))
 
-static void
-op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
-{
-	struct eos_view *v = view_of(req);
+GATED(read, getattr, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
 
-	eos_gate_read_enter(v);
-	serve_forget_multi(req, count, forgets);
-	eos_gate_read_leave(v);
-}
+GATED(write, setattr,
+      (fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi),
+      (req, ino, attr, to_set, fi))
 
-static void
-op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
+GATED(read, readlink, (fuse_req_t req, fuse_ino_t ino), (req, ino))
 
-	eos_gate_read_enter(v);
-	serve_getattr(req, ino, fi);
-	eos_gate_read_leave(v);
-}
+GATED(write, mknod, (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev),
+      (req, parent, name, mode, rdev))
 
-static void
-op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
+GATED(write, mkdir, (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode),
+      (req, parent, name, mode))
 
-	eos_gate_write_enter(v);
-	serve_setattr(req, ino, attr, to_set, fi);
-	eos_gate_write_leave(v);
-}
+GATED(write, symlink, (fuse_req_t req, const char *target, fuse_ino_t parent, const char *name),
+      (req, target, parent, name))
 
-static void
-op_readlink(fuse_req_t req, fuse_ino_t ino)
-{
-	struct eos_view *v = view_of(req);
+GATED(write, unlink, (fuse_req_t req, fuse_ino_t parent, const char *name), (req, parent, name))
 
-	eos_gate_read_enter(v);
-	serve_readlink(req, ino);
-	eos_gate_read_leave(v);
-}
+GATED(write, rmdir, (fuse_req_t req, fuse_ino_t parent, const char *name), (req, parent, name))
 
-static void
-op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
-{
-	struct eos_view *v = view_of(req);
+GATED(write, rename,
+      (fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+       const char *newname, unsigned int flags),
+      (req, parent, name, newparent, newname, flags))
 
-	eos_gate_write_enter(v);
-	serve_mknod(req, parent, name, mode, rdev);
-	eos_gate_write_leave(v);
-}
+GATED(write, link, (fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname),
+      (req, ino, newparent, newname))
 
-static void
-op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
-{
-	struct eos_view *v = view_of(req);
+GATED(write, create,
+      (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi),
+      (req, parent, name, mode, fi))
 
-	eos_gate_write_enter(v);
-	serve_mkdir(req, parent, name, mode);
-	eos_gate_write_leave(v);
-}
+GATED(read, read,
+      (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi),
+      (req, ino, size, off, fi))
 
-static void
-op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
-{
-	struct eos_view *v = view_of(req);
+GATED(write, write,
+      (fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+       struct fuse_file_info *fi),
+      (req, ino, buf, size, off, fi))
 
-	eos_gate_write_enter(v);
-	serve_symlink(req, target, parent, name);
-	eos_gate_write_leave(v);
-}
+GATED(read, flush, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
 
-static void
-op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct eos_view *v = view_of(req);
+GATED(read, release, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
 
-	eos_gate_write_enter(v);
-	serve_unlink(req, parent, name);
-	eos_gate_write_leave(v);
-}
+GATED(write, fsync, (fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi),
+      (req, ino, datasync, fi))
 
-static void
-op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct eos_view *v = view_of(req);
+GATED(read, opendir, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
 
-	eos_gate_write_enter(v);
-	serve_rmdir(req, parent, name);
-	eos_gate_write_leave(v);
-}
+GATED(read, readdir,
+      (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi),
+      (req, ino, size, off, fi))
 
-static void
-op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-	  const char *newname, unsigned int flags)
-{
-	struct eos_view *v = view_of(req);
+GATED(read, readdirplus,
+      (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi),
+      (req, ino, size, off, fi))
 
-	eos_gate_write_enter(v);
-	serve_rename(req, parent, name, newparent, newname, flags);
-	eos_gate_write_leave(v);
-}
+GATED(write, fsyncdir, (fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi),
+      (req, ino, datasync, fi))
 
-static void
-op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
-{
-	struct eos_view *v = view_of(req);
+GATED(read, statfs, (fuse_req_t req, fuse_ino_t ino), (req, ino))
 
-	eos_gate_write_enter(v);
-	serve_link(req, ino, newparent, newname);
-	eos_gate_write_leave(v);
-}
+GATED(write, setxattr,
+      (fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size, int flags),
+      (req, ino, name, value, size, flags))
 
-static void
-op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-	  struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
+GATED(read, getxattr, (fuse_req_t req, fuse_ino_t ino, const char *name, size_t size),
+      (req, ino, name, size))
 
-	eos_gate_write_enter(v);
-	serve_create(req, parent, name, mode, fi);
-	eos_gate_write_leave(v);
-}
+GATED(read, listxattr, (fuse_req_t req, fuse_ino_t ino, size_t size), (req, ino, size))
 
-static void
-op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
+GATED(write, removexattr, (fuse_req_t req, fuse_ino_t ino, const char *name), (req, ino, name))
 
-	eos_gate_read_enter(v);
-	serve_read(req, ino, size, off, fi);
-	eos_gate_read_leave(v);
-}
+GATED(write, fallocate,
+      (fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi),
+      (req, ino, mode, off, len, fi))
 
-static void
-op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-	 struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
+GATED(write, copy_file_range,
+      (fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
+       fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len, int flags),
+      (req, ino_in, off_in, fi_in, ino_out, off_out, fi_out, len, flags))
 
-	eos_gate_write_enter(v);
-	serve_write(req, ino, buf, size, off, fi);
-	eos_gate_write_leave(v);
-}
-
-static void
-op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_read_enter(v);
-	serve_flush(req, ino, fi);
-	eos_gate_read_leave(v);
-}
-
-static void
-op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_read_enter(v);
-	serve_release(req, ino, fi);
-	eos_gate_read_leave(v);
-}
-
-static void
-op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_write_enter(v);
-	serve_fsync(req, ino, datasync, fi);
-	eos_gate_write_leave(v);
-}
-
-static void
-op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_read_enter(v);
-	serve_opendir(req, ino, fi);
-	eos_gate_read_leave(v);
-}
-
-static void
-op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_read_enter(v);
-	serve_readdir(req, ino, size, off, fi);
-	eos_gate_read_leave(v);
-}
-
-static void
-op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_read_enter(v);
-	serve_readdirplus(req, ino, size, off, fi);
-	eos_gate_read_leave(v);
-}
-
-static void
-op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_write_enter(v);
-	serve_fsyncdir(req, ino, datasync, fi);
-	eos_gate_write_leave(v);
-}
-
-static void
-op_statfs(fuse_req_t req, fuse_ino_t ino)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_read_enter(v);
-	serve_statfs(req, ino);
-	eos_gate_read_leave(v);
-}
-
-static void
-op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
-	    int flags)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_write_enter(v);
-	serve_setxattr(req, ino, name, value, size, flags);
-	eos_gate_write_leave(v);
-}
-
-static void
-op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_read_enter(v);
-	serve_getxattr(req, ino, name, size);
-	eos_gate_read_leave(v);
-}
-
-static void
-op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_read_enter(v);
-	serve_listxattr(req, ino, size);
-	eos_gate_read_leave(v);
-}
-
-static void
-op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_write_enter(v);
-	serve_removexattr(req, ino, name);
-	eos_gate_write_leave(v);
-}
-
-static void
-op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
-	     struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_write_enter(v);
-	serve_fallocate(req, ino, mode, off, len, fi);
-	eos_gate_write_leave(v);
-}
-
-static void
-op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
-		   fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
-		   int flags)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_write_enter(v);
-	serve_copy_file_range(req, ino_in, off_in, fi_in, ino_out, off_out, fi_out, len, flags);
-	eos_gate_write_leave(v);
-}
-
-static void
-op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
-{
-	struct eos_view *v = view_of(req);
-
-	eos_gate_read_enter(v);
-	serve_lseek(req, ino, off, whence, fi);
-	eos_gate_read_leave(v);
-}
+GATED(read, lseek,
+      (fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi),
+      (req, ino, off, whence, fi))
 
 /* An open for reading changes nothing; one for writing may copy up or truncate. */
 static void

@@ -165,9 +165,25 @@ copy_extents(int src, int dst, off_t size)
 	return ftruncate(dst, size) < 0 ? eos_neg_errno() : 0;
 }
 
-/* Copy data file name of v into directory dirfd: a reflink where the filesystem has them. */
+/* Copy all of src into dst. */
 static int
-copy_data_file(struct eos_view *v, const char *name, int dirfd)
+copy_whole(int src, int dst, off_t size)
+{
+	for (loff_t in = 0, out = 0; in < size;) {
+		ssize_t got = copy_file_range(src, &in, dst, &out, (size_t)(size - in), 0);
+
+		if (got <= 0)
+			return got < 0 ? eos_neg_errno() : -EIO;
+	}
+	return 0;
+}
+
+/*
+ * Copy data file name of v into directory dirfd: a reflink where the filesystem has them, else
+ * the bytes (only the data extents of a sparse one: a partial copy-up).
+ */
+static int
+copy_data_file(struct eos_view *v, const char *name, bool sparse, int dirfd)
 {
 	cleanup_close int src = openat(v->data_dirfd, name, O_RDONLY | O_CLOEXEC), dst = -1;
 	struct stat st;
@@ -177,27 +193,33 @@ copy_data_file(struct eos_view *v, const char *name, int dirfd)
 	dst = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (dst < 0)
 		return eos_neg_errno();
-	if (ioctl(dst, FICLONE, src) == 0)
+	if (st.st_size == 0 || ioctl(dst, FICLONE, src) == 0)
 		return 0;
-	return copy_extents(src, dst, st.st_size);
+	return sparse ? copy_extents(src, dst, st.st_size) : copy_whole(src, dst, st.st_size);
 }
 
-/* Whether data file name belongs to a linked node with content in the session. */
-static bool
-data_file_live(struct eos_view *v, const char *name)
+enum data_file {
+	DATA_NONE = 0, /* no linked node with content in the session owns it */
+	DATA_PLAIN,
+	DATA_SPARSE, /* a partial copy-up: holes where the content is still below */
+};
+
+static enum data_file
+data_file_kind(struct eos_view *v, const char *name)
 {
 	char *end;
 	uint64_t ino = strtoull(name, &end, 16);
 	struct eos_node *n = name[0] != '.' && !*end ? eos_node_get_ref(v, ino) : NULL;
-	bool live;
+	enum data_file kind = DATA_NONE;
 
 	if (!n)
-		return false;
+		return DATA_NONE;
 	pthread_mutex_lock(&n->lock);
-	live = n->flags & EOS_NODE_UPPER && n->flags & EOS_NODE_DATA && n->nlink > 0;
+	if (n->flags & EOS_NODE_UPPER && n->flags & EOS_NODE_DATA && n->nlink > 0)
+		kind = n->flags & EOS_NODE_PARTIAL ? DATA_SPARSE : DATA_PLAIN;
 	pthread_mutex_unlock(&n->lock);
 	eos_node_forget(v, ino, 1);
-	return live;
+	return kind;
 }
 
 static int
@@ -214,10 +236,14 @@ copy_data(struct eos_view *v, const char *dir, struct eos_error *err)
 	if (!d || dirfd < 0)
 		return eos_error_set(err, eos_neg_errno(), "fork: open '%s': %m",
 				     d ? dir : v->data_dir);
-	while (r == 0 && (e = readdir(d)))
-		if (data_file_live(v, e->d_name) && (r = copy_data_file(v, e->d_name, dirfd)) < 0)
+	while (r == 0 && (e = readdir(d))) {
+		enum data_file kind = data_file_kind(v, e->d_name);
+
+		if (kind != DATA_NONE &&
+		    (r = copy_data_file(v, e->d_name, kind == DATA_SPARSE, dirfd)) < 0)
 			eos_error_set(err, r, "fork: copy data file '%s' into '%s': %s", e->d_name,
 				      dir, strerror(-r));
+	}
 	return r;
 }
 
@@ -233,6 +259,8 @@ fork_locked(struct eos_view *v, const char *name, struct eos_error *err)
 	r = r ?: eos_store_session_copy(v->store, v->sandbox, v->session, name, NULL, err);
 	if (r < 0 && r != -EEXIST && dir)
 		eos_rm_rf(dir); /* no session of that name: its directory goes */
+	if (r == 0)
+		(void)EOS_FAILPOINT("fork.recorded"); /* crash tests only ("=kill") */
 	return r;
 }
 

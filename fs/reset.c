@@ -186,8 +186,7 @@ static int
 inval_children(struct reset *rs, struct eos_node *n, const char *path)
 {
 	struct list_ctx c = { .rs = rs, .dir = n->ino };
-	int r = eos_store_readdir(rs->v->store, rs->v->sandbox, rs->v->version, path, NULL,
-				  inval_child, &c, NULL);
+	int r = eos_tree_readdir(rs->v->tree, path, NULL, inval_child, &c, NULL);
 
 	return r < 0 && r != -ENOENT && r != -ENOTDIR ? r : 0;
 }
@@ -225,10 +224,13 @@ mirror(struct reset *rs, struct eos_node *n, const char *path, const struct eos_
 	n->lst = lst;
 	free(n->lower);
 	n->lower = lower;
+	uint32_t nlink = n->nlink;
+
 	n->flags = 0;
 	eos_node_fill_lower(n, st);
+	/* an unchanged member keeps its count: counting walks the whole tree (links.c) */
 	if (st->kind == EOS_KIND_FILE && st->link_group)
-		n->nlink = eos_links_count(rs->v, st->link_group);
+		n->nlink = changed ? eos_links_count(rs->v, st->link_group) : nlink;
 	n->gen++;
 	return eos_node_identity_set(rs->v, path, st->link_group, n->ino);
 }
@@ -258,7 +260,7 @@ reset_one(struct reset *rs, struct reset_node *rn)
 
 	if (!rn->path)
 		return detach(rs, rn->n);
-	r = eos_store_stat(rs->v->store, rs->v->sandbox, rs->v->version, rn->path, &st, NULL);
+	r = eos_tree_stat(rs->v->tree, rn->path, &st, NULL);
 	if (r == -ENOENT || r == -ENOTDIR ||
 	    (r == 0 && eos_node_kind_type(st.kind) != (rn->n->mode & S_IFMT)))
 		return detach(rs, rn->n); /* a socket (not published), or replaced */
@@ -340,8 +342,14 @@ int
 eos_view_reset(struct eos_view *v, uint64_t version, struct eos_inval *iv, struct eos_error *err)
 {
 	struct reset rs = { .v = v, .iv = iv };
-	int r = collect(&rs), e;
+	struct eos_tree *tree = NULL;
+	int r = eos_store_tree_open(v->store, v->sandbox, version, &tree, err), e;
 
+	if (r < 0)
+		return r;
+	r = collect(&rs);
+	eos_tree_free(v->tree);
+	v->tree = tree;
 	v->version = version;
 	reset_maps(v);
 	drop_flusher_queue(v);

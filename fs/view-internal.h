@@ -152,7 +152,8 @@ struct eos_view {
 	char *data_dir;
 	int data_dirfd;
 	uint64_t version;
-	char *self_owner; /* "workspace_session:<name>" */
+	struct eos_tree *tree; /* the store at version, resolved once (replaced by a reset) */
+	char *self_owner;      /* "workspace_session:<name>" */
 	eos_view_resolve_fn resolve;
 	void *resolve_ctx;
 	_Atomic uint64_t next_ino;

@@ -58,7 +58,7 @@ root_from_lower(struct eos_view *v, struct eos_error *err)
 	struct eos_stat st;
 	int r = n ? 0 : -ENOMEM;
 
-	r = r ?: eos_store_stat(v->store, v->sandbox, v->version, "", &st, err);
+	r = r ?: eos_tree_stat(v->tree, "", &st, err);
 	if (r == 0) {
 		eos_node_fill_lower(n, &st);
 		n->lst = malloc(sizeof(st));
@@ -195,12 +195,11 @@ view_load(struct eos_view *v, const struct eos_view_options *o, struct eos_error
 	int r;
 
 	if (!o->session) {
-		struct eos_layer_info layer;
-
-		r = eos_store_layer_get(v->store, o->sandbox, v->version, &layer, err);
+		r = eos_store_tree_open(v->store, o->sandbox, v->version, &v->tree, err);
 		return r ?: root_from_lower(v, err);
 	}
 	r = session_prepare(v, o, err);
+	r = r ?: eos_store_tree_open(v->store, o->sandbox, v->version, &v->tree, err);
 	r = r ?: eos_delta_load(v, err);
 	if (r == 0 && v->inspect) {
 		r = eos_journal_replay(v, err);
@@ -322,6 +321,7 @@ eos_view_close(struct eos_view *v)
 		close(v->data_dirfd);
 	free(v->data_dir);
 	free(v->self_owner);
+	eos_tree_free(v->tree);
 	free(v->sandbox);
 	free(v->session);
 	free(v);

@@ -201,8 +201,13 @@ int eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_er
  * PUBLISHED (and NO_OP) the session continues on the new head with an empty delta: its lease
  * moves to ret->version, its records and data files are reset, and the kernel's caches of every
  * path that changed are invalidated, so an open file reads the merged bytes on its next read.
- * On REJECTED, or any error, the session is exactly as it was. owner NULL:
- * "workspace_session:<session>". ret is released by the caller.
+ * On REJECTED, or any error before the commit, the session is exactly as it was. owner NULL:
+ * "workspace_session:<session>". ret is released by the caller: it is filled whenever the gate
+ * decided, also when the view then failed to follow (a negative return with ret->status
+ * PUBLISHED: the publish is in the store and the session reset there; reopen the view). Must not
+ * be called from a request of v's mounts (it waits for them), nor beside eos_view_close();
+ * publishes and forks of one view run one after the other. Order of the writes and what a crash
+ * leaves: doc/fs.md, "Live publish and fork".
  */
 int eos_view_publish_live(struct eos_view *v, struct eos_view_mount *m, const char *owner,
 			  struct eos_publish_result *ret, struct eos_error *err);

@@ -54,7 +54,7 @@ eos_xattr_load(struct eos_view *v, struct eos_node *n)
 	if (n->flags & EOS_NODE_XATTRS)
 		return 0;
 	if (n->lower && n->lst && n->lst->nxattrs > 0)
-		r = eos_store_xattrs(v->store, v->sandbox, v->version, n->lower, load_one, n, NULL);
+		r = eos_tree_xattrs(v->tree, n->lower, load_one, n, NULL);
 	if (r < 0) {
 		eos_xattrs_free(n);
 		return r;

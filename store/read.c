@@ -1,4 +1,11 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Reading a version of a sandbox. Every read resolves the sandbox's name and checks the version
+ * (a tree, struct eos_tree), then reads entries; eos_store_tree_open() does the first part once
+ * for readers that read one version many times.
+ */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,36 +16,83 @@
 #include "store/sandbox.h"
 #include "store/store-internal.h"
 
+struct eos_tree {
+	struct eos_store *st;
+	uint64_t sbx, version;
+	char sandbox[EOS_SANDBOX_ID_MAX + 1]; /* for messages */
+};
+
 static void
 entry_releasep(struct eos_entry *e)
 {
 	eos_entry_release(e);
 }
 
-/* Check path, resolve the sandbox and the version (0 = head). */
+/* Resolve the sandbox and the version (0 = head) into t. */
 static int
-read_begin(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
-	   uint64_t *ret_sbx, uint64_t *ret_v, struct eos_error *err)
+tree_resolve(struct eos_store *st, const char *sandbox, uint64_t v, struct eos_tree *t,
+	     struct eos_error *err)
+{
+	int r = eos_sandbox_resolve(st, sandbox, &t->sbx, err);
+
+	r = r ?: eos_sandbox_version(st, t->sbx, sandbox, v, &t->version, err);
+	if (r < 0)
+		return r;
+	t->st = st;
+	snprintf(t->sandbox, sizeof(t->sandbox), "%s", sandbox);
+	return 0;
+}
+
+/* Resolve path in t into *ret. */
+static int
+tree_entry(const struct eos_tree *t, const char *path, struct eos_entry *ret, struct eos_error *err)
 {
 	int r = eos_path_check(path, err);
 
-	r = r ?: eos_sandbox_resolve(st, sandbox, ret_sbx, err);
-	return r ?: eos_sandbox_version(st, *ret_sbx, sandbox, v, ret_v, err);
+	r = r ?: eos_entry_resolve(t->st, NULL, t->sbx, t->version, path, ret, err);
+	if (r < 0)
+		return eos_error_prefix(err, r, "sandbox '%s'", t->sandbox);
+	return 0;
 }
 
-/* Resolve path in sandbox at v (0 = head) into *ret. */
-static int
-read_resolve(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
-	     struct eos_entry *ret, struct eos_error *err)
+int
+eos_store_tree_open(struct eos_store *st, const char *sandbox, uint64_t v, struct eos_tree **ret,
+		    struct eos_error *err)
 {
-	uint64_t sbx, version;
-	int r = read_begin(st, sandbox, v, path, &sbx, &version, err);
+	cleanup_free struct eos_tree *t = calloc(1, sizeof(*t));
+	int r;
+
+	if (!t)
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	r = tree_resolve(st, sandbox, v, t, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(t);
+	return 0;
+}
+
+void
+eos_tree_free(struct eos_tree *t)
+{
+	free(t);
+}
+
+uint64_t
+eos_tree_version(const struct eos_tree *t)
+{
+	return t->version;
+}
+
+int
+eos_tree_stat(const struct eos_tree *t, const char *path, struct eos_stat *ret,
+	      struct eos_error *err)
+{
+	EOS_CLEANUP(entry_releasep) struct eos_entry e = { 0 };
+	int r = tree_entry(t, path, &e, err);
 
 	if (r < 0)
 		return r;
-	r = eos_entry_resolve(st, NULL, sbx, version, path, ret, err);
-	if (r < 0)
-		return eos_error_prefix(err, r, "sandbox '%s'", sandbox);
+	*ret = e.st;
 	return 0;
 }
 
@@ -46,11 +100,36 @@ int
 eos_store_stat(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
 	       struct eos_stat *ret, struct eos_error *err)
 {
-	EOS_CLEANUP(entry_releasep) struct eos_entry e = { 0 };
-	int r = read_resolve(st, sandbox, v, path, &e, err);
+	struct eos_tree t;
+	int r = tree_resolve(st, sandbox, v, &t, err);
 
+	return r ?: eos_tree_stat(&t, path, ret, err);
+}
+
+int
+eos_tree_lookup_child(const struct eos_tree *t, const char *dir_path, const struct eos_stat *dir,
+		      const char *name, struct eos_stat *ret, struct eos_error *err)
+{
+	EOS_CLEANUP(entry_releasep) struct eos_entry e = { 0 };
+	char id[EOS_LAYER_ID_LEN];
+	size_t nlen = strlen(name);
+	int r = eos_name_check(name, nlen, err);
+
+	r = r ?: eos_path_check(dir_path, err);
 	if (r < 0)
 		return r;
+	if (dir->kind != EOS_KIND_DIR)
+		return eos_error_set(err, -ENOTDIR, "sandbox '%s': '%s' is not a directory",
+				     t->sandbox, dir_path);
+	r = eos_entry_lookup(t->st, NULL, t->sbx, t->version, dir_path, strlen(dir_path),
+			     dir->floor, name, nlen, &e, err);
+	if (r == -ENOENT) {
+		eos_layer_id_format(t->version, id);
+		return eos_error_set(err, r, "sandbox '%s': '%s%s%s' does not exist at %s",
+				     t->sandbox, dir_path, dir_path[0] ? "/" : "", name, id);
+	}
+	if (r < 0)
+		return eos_error_prefix(err, r, "sandbox '%s'", t->sandbox);
 	*ret = e.st;
 	return 0;
 }
@@ -60,29 +139,10 @@ eos_store_lookup_child(struct eos_store *st, const char *sandbox, uint64_t v, co
 		       const struct eos_stat *dir, const char *name, struct eos_stat *ret,
 		       struct eos_error *err)
 {
-	EOS_CLEANUP(entry_releasep) struct eos_entry e = { 0 };
-	char id[EOS_LAYER_ID_LEN];
-	uint64_t sbx, version;
-	size_t nlen = strlen(name);
-	int r = eos_name_check(name, nlen, err);
+	struct eos_tree t;
+	int r = tree_resolve(st, sandbox, v, &t, err);
 
-	r = r ?: read_begin(st, sandbox, v, dir_path, &sbx, &version, err);
-	if (r < 0)
-		return r;
-	if (dir->kind != EOS_KIND_DIR)
-		return eos_error_set(err, -ENOTDIR, "sandbox '%s': '%s' is not a directory",
-				     sandbox, dir_path);
-	r = eos_entry_lookup(st, NULL, sbx, version, dir_path, strlen(dir_path), dir->floor, name,
-			     nlen, &e, err);
-	if (r == -ENOENT) {
-		eos_layer_id_format(version, id);
-		return eos_error_set(err, r, "sandbox '%s': '%s%s%s' does not exist at %s", sandbox,
-				     dir_path, dir_path[0] ? "/" : "", name, id);
-	}
-	if (r < 0)
-		return eos_error_prefix(err, r, "sandbox '%s'", sandbox);
-	*ret = e.st;
-	return 0;
+	return r ?: eos_tree_lookup_child(&t, dir_path, dir, name, ret, err);
 }
 
 struct readdir_ctx {
@@ -103,58 +163,76 @@ readdir_one(void *ctx, const char *name, size_t nlen, const struct eos_entry *e)
 }
 
 static int
-readdir_at(struct eos_store *st, uint64_t sbx, uint64_t v, const char *path,
-	   const char *start_after, struct readdir_ctx *rc, struct eos_error *err)
+readdir_at(const struct eos_tree *t, const char *path, const char *start_after,
+	   struct readdir_ctx *rc, struct eos_error *err)
 {
 	EOS_CLEANUP(entry_releasep) struct eos_entry dir = { 0 };
-	int r = eos_entry_resolve(st, NULL, sbx, v, path, &dir, err);
+	int r = eos_entry_resolve(t->st, NULL, t->sbx, t->version, path, &dir, err);
 
 	if (r < 0)
 		return r;
 	if (dir.st.kind != EOS_KIND_DIR)
 		return eos_error_set(err, -ENOTDIR, "'%s' is not a directory", path);
-	return eos_entry_list(st, NULL, sbx, v, path, strlen(path), dir.st.floor, start_after, 0,
-			      readdir_one, rc, err);
+	return eos_entry_list(t->st, NULL, t->sbx, t->version, path, strlen(path), dir.st.floor,
+			      start_after, 0, readdir_one, rc, err);
+}
+
+int
+eos_tree_readdir(const struct eos_tree *t, const char *path, const char *start_after,
+		 eos_readdir_fn fn, void *ctx, struct eos_error *err)
+{
+	struct readdir_ctx rc = { .fn = fn, .ctx = ctx };
+	int r = eos_path_check(path, err);
+
+	if (r < 0)
+		return r;
+	r = readdir_at(t, path, start_after, &rc, err);
+	if (r < 0 && !rc.stopped)
+		return eos_error_prefix(err, r, "sandbox '%s'", t->sandbox);
+	return r;
 }
 
 int
 eos_store_readdir(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
 		  const char *start_after, eos_readdir_fn fn, void *ctx, struct eos_error *err)
 {
-	struct readdir_ctx rc = { .fn = fn, .ctx = ctx };
-	uint64_t sbx, version;
-	int r = read_begin(st, sandbox, v, path, &sbx, &version, err);
+	struct eos_tree t;
+	int r = tree_resolve(st, sandbox, v, &t, err);
+
+	return r ?: eos_tree_readdir(&t, path, start_after, fn, ctx, err);
+}
+
+int
+eos_tree_readlink(const struct eos_tree *t, const char *path, char **ret, struct eos_error *err)
+{
+	EOS_CLEANUP(entry_releasep) struct eos_entry e = { 0 };
+	int r = tree_entry(t, path, &e, err);
 
 	if (r < 0)
 		return r;
-	r = readdir_at(st, sbx, version, path, start_after, &rc, err);
-	if (r < 0 && !rc.stopped)
-		return eos_error_prefix(err, r, "sandbox '%s'", sandbox);
-	return r;
+	if (e.st.kind != EOS_KIND_SYMLINK || !e.target)
+		return eos_error_set(err, -EINVAL, "sandbox '%s': '%s' is not a symlink",
+				     t->sandbox, path);
+	*ret = TAKE_PTR(e.target);
+	return 0;
 }
 
 int
 eos_store_readlink(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
 		   char **ret, struct eos_error *err)
 {
-	EOS_CLEANUP(entry_releasep) struct eos_entry e = { 0 };
-	int r = read_resolve(st, sandbox, v, path, &e, err);
+	struct eos_tree t;
+	int r = tree_resolve(st, sandbox, v, &t, err);
 
-	if (r < 0)
-		return r;
-	if (e.st.kind != EOS_KIND_SYMLINK || !e.target)
-		return eos_error_set(err, -EINVAL, "sandbox '%s': '%s' is not a symlink", sandbox,
-				     path);
-	*ret = TAKE_PTR(e.target);
-	return 0;
+	return r ?: eos_tree_readlink(&t, path, ret, err);
 }
 
 int
-eos_store_xattrs(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
-		 eos_xattr_fn fn, void *ctx, struct eos_error *err)
+eos_tree_xattrs(const struct eos_tree *t, const char *path, eos_xattr_fn fn, void *ctx,
+		struct eos_error *err)
 {
 	EOS_CLEANUP(entry_releasep) struct eos_entry e = { 0 };
-	int r = read_resolve(st, sandbox, v, path, &e, err);
+	int r = tree_entry(t, path, &e, err);
 
 	for (uint32_t i = 0; r == 0 && i < e.nxattrs; i++)
 		r = fn(ctx, e.xattrs[i].name, e.xattrs[i].value, e.xattrs[i].len);
@@ -162,12 +240,24 @@ eos_store_xattrs(struct eos_store *st, const char *sandbox, uint64_t v, const ch
 }
 
 int
+eos_store_xattrs(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
+		 eos_xattr_fn fn, void *ctx, struct eos_error *err)
+{
+	struct eos_tree t;
+	int r = tree_resolve(st, sandbox, v, &t, err);
+
+	return r ?: eos_tree_xattrs(&t, path, fn, ctx, err);
+}
+
+int
 eos_store_file_open(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
 		    struct eos_file **ret, struct eos_error *err)
 {
 	EOS_CLEANUP(entry_releasep) struct eos_entry e = { 0 };
-	int r = read_resolve(st, sandbox, v, path, &e, err);
+	struct eos_tree t;
+	int r = tree_resolve(st, sandbox, v, &t, err);
 
+	r = r ?: tree_entry(&t, path, &e, err);
 	if (r < 0)
 		return r;
 	if (e.st.kind == EOS_KIND_DIR)

@@ -106,17 +106,24 @@ lease_name(const char *name, char *out, size_t size)
 	return snprintf(out, size, "%s%s", LEASE_PREFIX, name) < (int)size ? 0 : -ENAMETOOLONG;
 }
 
+/* The record's key and value: version v, created now. */
+static int
+record_encode(struct eos_buf *key, struct eos_buf *val, uint64_t sbx, const char *name, uint64_t v)
+{
+	int r = session_key(key, sbx, name, TAG_RECORD);
+
+	r = r ?: eos_buf_append_u8(val, RECORD_FORMAT);
+	r = r ?: eos_buf_append_le64(val, v);
+	return r ?: eos_buf_append_le64(val, (uint64_t)eos_store_now_ns());
+}
+
 static int
 record_write(struct eos_store *st, uint64_t sbx, const char *name, uint64_t v,
 	     struct eos_session_info *ret, struct eos_error *err)
 {
 	EOS_CLEANUP(eos_buf_release) struct eos_buf key = { 0 }, val = { 0 };
-	int64_t now = eos_store_now_ns();
-	int r = session_key(&key, sbx, name, TAG_RECORD);
+	int r = record_encode(&key, &val, sbx, name, v);
 
-	r = r ?: eos_buf_append_u8(&val, RECORD_FORMAT);
-	r = r ?: eos_buf_append_le64(&val, v);
-	r = r ?: eos_buf_append_le64(&val, (uint64_t)now);
 	if (r < 0)
 		return eos_error_set(err, r, "session '%s': out of memory", name);
 	r = eos_kv_put(st->kv, EOS_CF_SESSION, key.data, key.len, val.data, val.len, true, err);
@@ -284,48 +291,33 @@ eos_session_stage_reset(struct eos_kv_batch *b, uint64_t sbx, const char *name, 
 struct copy_ctx {
 	struct eos_kv_batch *b;
 	struct eos_buf key; /* the new session's delta prefix, then each key */
-	size_t prefix_len, from_len;
+	size_t prefix_len;
 };
 
+/* eos_session_scan_fn: key is relative to the session. */
 static int
-copy_one(void *ctx, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
+copy_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
 	struct copy_ctx *c = ctx;
 	int r;
 
 	eos_buf_truncate(&c->key, c->prefix_len);
-	r = eos_buf_append(&c->key, k + c->from_len, klen - c->from_len);
+	r = eos_buf_append(&c->key, key, klen);
 	if (r == 0)
-		eos_kv_batch_put(c->b, EOS_CF_SESSION, c->key.data, c->key.len, v, vlen);
+		eos_kv_batch_put(c->b, EOS_CF_SESSION, c->key.data, c->key.len, val, vlen);
 	return r;
 }
 
 /* Stage a copy of every delta record of from as name's. */
 static int
-copy_records(struct eos_store *st, uint64_t sbx, const char *from, const char *name,
-	     struct eos_kv_batch *b, struct eos_error *err)
+copy_records(struct eos_store *st, const char *sandbox, uint64_t sbx, const char *from,
+	     const char *name, struct eos_kv_batch *b, struct eos_error *err)
 {
-	EOS_CLEANUP(eos_buf_release) struct eos_buf lo = { 0 }, hi = { 0 };
 	struct copy_ctx c = { .b = b };
-	int r = session_key(&lo, sbx, from, TAG_DELTA);
+	int r = session_key(&c.key, sbx, name, TAG_DELTA);
 
-	r = r ?: session_key(&hi, sbx, from, TAG_DELTA + 1);
-	r = r ?: session_key(&c.key, sbx, name, TAG_DELTA);
-	if (r < 0) {
-		eos_buf_release(&c.key);
-		return eos_error_set(err, r, "session '%s': out of memory", name);
-	}
 	c.prefix_len = c.key.len;
-	c.from_len = lo.len;
-	struct eos_kv_scan s = { .cf = EOS_CF_SESSION,
-				 .lo = lo.data,
-				 .llen = lo.len,
-				 .hi = hi.data,
-				 .hlen = hi.len,
-				 .values = true,
-				 .fn = copy_one,
-				 .ctx = &c };
-	r = eos_kv_scan(st->kv, &s, err);
+	r = r ?: eos_store_session_scan(st, sandbox, from, copy_one, &c, err);
 	eos_buf_release(&c.key);
 	return r;
 }
@@ -337,12 +329,8 @@ copy_write(struct eos_store *st, uint64_t sbx, const char *name,
 {
 	EOS_CLEANUP(eos_buf_release) struct eos_buf key = { 0 }, val = { 0 };
 	char lease[EOS_LEASE_NAME_MAX + 1];
-	int64_t now = eos_store_now_ns();
-	int r = session_key(&key, sbx, name, TAG_RECORD);
+	int r = record_encode(&key, &val, sbx, name, from->version);
 
-	r = r ?: eos_buf_append_u8(&val, RECORD_FORMAT);
-	r = r ?: eos_buf_append_le64(&val, from->version);
-	r = r ?: eos_buf_append_le64(&val, (uint64_t)now);
 	r = r ?: lease_name(name, lease, sizeof(lease));
 	r = r ?: eos_lease_stage(b, sbx, lease, from->version);
 	if (r < 0)
@@ -375,7 +363,7 @@ eos_store_session_copy(struct eos_store *st, const char *sandbox, const char *fr
 		return eos_error_set(err, -ENOMEM, "session '%s': out of memory", name);
 	/* under the writer lock, as a lease is acquired: squash sees no lease or a valid one */
 	pthread_mutex_lock(&st->write_lock);
-	r = copy_records(st, sbx, from, name, b, err);
+	r = copy_records(st, sandbox, sbx, from, name, b, err);
 	r = r ?: copy_write(st, sbx, name, &src, b, ret, err);
 	pthread_mutex_unlock(&st->write_lock);
 	return r < 0 ? eos_error_prefix(err, r, "fork session '%s' as '%s'", from, name) : 0;

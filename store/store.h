@@ -346,6 +346,33 @@ typedef int (*eos_xattr_fn)(void *ctx, const char *name, const void *value, size
 int eos_store_xattrs(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
 		     eos_xattr_fn fn, void *ctx, struct eos_error *err);
 
+/*
+ * A version of a sandbox resolved once, for a reader that reads it many times (the FUSE view):
+ * the eos_tree_* calls behave as the eos_store_* calls of the same name at that version, without
+ * the search of the sandbox's name and the read of the version's layer record each of those
+ * makes. Open it while the version is retained (the caller holds a lease on it, or it is the
+ * head); it stays valid as long as that lease. Thread-safe (read-only). Caller owns *ret
+ * (eos_tree_free()); it borrows st, valid until eos_store_close().
+ */
+struct eos_tree;
+int eos_store_tree_open(struct eos_store *st, const char *sandbox, uint64_t v,
+			struct eos_tree **ret, struct eos_error *err);
+void eos_tree_free(struct eos_tree *t);
+EOS_DEFINE_CLEANUP(struct eos_tree *, eos_tree_free)
+/* The version resolved (0 was the head at open). */
+uint64_t eos_tree_version(const struct eos_tree *t);
+int eos_tree_stat(const struct eos_tree *t, const char *path, struct eos_stat *ret,
+		  struct eos_error *err);
+int eos_tree_lookup_child(const struct eos_tree *t, const char *dir_path,
+			  const struct eos_stat *dir, const char *name, struct eos_stat *ret,
+			  struct eos_error *err);
+int eos_tree_readdir(const struct eos_tree *t, const char *path, const char *start_after,
+		     eos_readdir_fn fn, void *ctx, struct eos_error *err);
+int eos_tree_readlink(const struct eos_tree *t, const char *path, char **ret,
+		      struct eos_error *err);
+int eos_tree_xattrs(const struct eos_tree *t, const char *path, eos_xattr_fn fn, void *ctx,
+		    struct eos_error *err);
+
 /* Open the file at path, version v, for reading. Caller owns *ret; eos_file_close(). */
 int eos_store_file_open(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
 			struct eos_file **ret, struct eos_error *err);

@@ -4,10 +4,13 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -23,6 +26,7 @@ char *store_dir;
 struct eos_store *st;
 
 struct live lv;
+bool lv_writeback;
 
 static void
 lv_src_file(const char *src, const char *rel, const char *text)
@@ -36,7 +40,7 @@ lv_src_file(const char *src, const char *rel, const char *text)
 void
 lv_import_base(void)
 {
-	cleanup_free char *src = eos_test_tmpdir("live-src");
+	cleanup_free char *src = eos_test_tmpdir("live-src"), *h1 = NULL, *h2 = NULL;
 	struct eos_import_options io = { .sandbox = SBX, .threads = 1 };
 	struct eos_error err = { 0 };
 	struct eos_import_result ir;
@@ -45,6 +49,10 @@ lv_import_base(void)
 	lv_src_file(src, "a.txt", BASE_A);
 	lv_src_file(src, "dir/b.txt", "bee\n");
 	lv_src_file(src, "old/c.txt", "c\n");
+	lv_src_file(src, "links/h1", "linked\n");
+	ck_assert_int_ge(asprintf(&h1, "%s/links/h1", src), 0);
+	ck_assert_int_ge(asprintf(&h2, "%s/links/h2", src), 0);
+	ck_assert_int_eq(link(h1, h2), 0);
 	r = eos_store_import(st, src, &io, &ir, &err);
 	ck_ok(r, err);
 	eos_test_rm_rf(src);
@@ -79,7 +87,14 @@ lv_start(const char *session)
 	struct eos_error err = { 0 };
 	int r;
 
-	lv.v = lv_view_open(session, false);
+	struct eos_view_options o = { .store = st,
+				      .sandbox = SBX,
+				      .session = session,
+				      .create = true,
+				      .writeback = lv_writeback };
+
+	r = eos_view_open(&o, &lv.v, &err);
+	ck_ok(r, err);
 	lv.mnt = eos_test_tmpdir("live-mnt");
 	r = eos_view_mount(lv.v, lv.mnt, NULL, &lv.m, &err);
 	ck_ok(r, err);
@@ -235,6 +250,22 @@ lv_publish(void)
 
 /* Session name sets path's content to text through the view's operations, then publishes. */
 void
+lv_other_removes(const char *name, const char *dir, const char *file)
+{
+	struct eos_publish_result res;
+	struct eos_error err = { 0 };
+	struct eos_view *v = lv_view_open(name, false);
+	int r;
+
+	ck_rc(eos_fs_unlink(v, tv_lookup(v, dir), file, false), 0);
+	eos_view_close(v);
+	r = eos_view_publish(st, SBX, name, NULL, &res, &err);
+	ck_ok(r, err);
+	ck_assert_int_eq(res.status, EOS_PUBLISH_PUBLISHED);
+	eos_publish_result_release(&res);
+}
+
+void
 lv_other_publishes(const char *name, const char *path, const char *text)
 {
 	struct eos_publish_result res;
@@ -306,4 +337,64 @@ lv_appender_check(const struct appender *a, const char *text)
 		snprintf(line, sizeof(line), "w%06u\n", i);
 		ck_assert_msg(memcmp(text + (size_t)i * 8, line, 8) == 0, "line %u is lost", i);
 	}
+}
+
+/* --- checks ---------------------------------------------------------------------------------- */
+
+static void
+fsck_one(void *ctx, const char *kind, const char *message)
+{
+	(void)ctx;
+	fprintf(stderr, "fsck: %s: %s\n", kind, message);
+}
+
+void
+lv_check_clean(const char *session)
+{
+	struct eos_fsck_result res;
+	struct eos_error err = { 0 };
+	struct eos_view *v = lv_view_open(session, true);
+	int r = eos_store_fsck(st, 0, fsck_one, NULL, &res, &err);
+
+	ck_ok(r, err);
+	ck_assert_uint_eq(res.violations, 0);
+	r = eos_view_check(v, fsck_one, NULL, &err);
+	ck_ok(r, err);
+	ck_assert_int_eq(r, 0);
+	eos_view_close(v);
+}
+
+/* --- crash children --------------------------------------------------------------------------- */
+
+static void
+unmount_dead(const char *mnt)
+{
+	cleanup_free char *cmd = NULL;
+
+	if (umount2(mnt, MNT_DETACH) == 0)
+		return;
+	ck_assert_int_ge(asprintf(&cmd, "fusermount3 -uz '%s'", mnt), 0);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+void
+lv_run_child(const char *failpoint, const char *mode, const char *mnt)
+{
+	cleanup_free char *env = NULL;
+	int status;
+	pid_t pid;
+
+	ck_assert_int_ge(asprintf(&env, "%s=kill", failpoint), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setenv("EOS_FAILPOINTS", env, 1);
+		execl("/proc/self/exe", mode, mode, store_dir, mnt, NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	unmount_dead(mnt);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		      "'%s': the child ended with status %d instead of being killed", failpoint,
+		      status);
 }

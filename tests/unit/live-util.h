@@ -33,6 +33,7 @@ struct live {
 };
 
 extern struct live lv;
+extern bool lv_writeback; /* lv_start opens the view with the writeback cache */
 
 /* A process appending lines to a file of the mount for as long as the test runs. */
 struct appender {
@@ -43,7 +44,7 @@ struct appender {
 	int failed; /* errno of a failed or short write */
 };
 
-/* Import the base: a.txt (BASE_A), dir/b.txt, old/c.txt. */
+/* Import the base: a.txt (BASE_A), dir/b.txt, old/c.txt, links/h1 = links/h2 (hard links). */
 void lv_import_base(void);
 /* Open (creating) a view of session; inspect: for eos_view_check. */
 struct eos_view *lv_view_open(const char *session, bool inspect);
@@ -74,6 +75,15 @@ size_t lv_delta_entries(struct eos_view *v);
 enum eos_publish_status lv_publish(void);
 /* Session name (unmounted) sets path (top level) to text and publishes it. */
 void lv_other_publishes(const char *name, const char *path, const char *text);
+/* fsck finds nothing, nor does eos_view_check() of session (each violation on stderr). */
+void lv_check_clean(const char *session);
+/*
+ * Run this test binary again as "<binary> mode store_dir mnt" (main() dispatches on mode) with
+ * EOS_FAILPOINTS=failpoint=kill, wait for it to be SIGKILLed there, and detach its dead mount.
+ */
+void lv_run_child(const char *failpoint, const char *mode, const char *mnt);
+/* Session name (unmounted) removes file dir/file and publishes. */
+void lv_other_removes(const char *name, const char *dir, const char *file);
 /* Start appending 8-byte lines "w%06u\n" to rel through the mount. */
 void lv_appender_start(struct appender *a, const char *rel);
 /* Stop; no write failed. */

@@ -32,35 +32,18 @@
 /* --- tests ------------------------------------------------------------------------------------ */
 
 static void
+fork_ok_of(struct eos_view *v, const char *name)
+{
+	struct eos_error err = { 0 };
+	int r = eos_view_fork(v, name, &err);
+
+	ck_ok(r, err);
+}
+
+static void
 fork_ok(const char *name)
 {
-	struct eos_error err = { 0 };
-	int r = eos_view_fork(lv.v, name, &err);
-
-	ck_ok(r, err);
-}
-
-static void
-fsck_one(void *ctx, const char *kind, const char *message)
-{
-	(void)ctx;
-	fprintf(stderr, "fsck: %s: %s\n", kind, message);
-}
-
-static void
-check_clean(const char *session)
-{
-	struct eos_fsck_result res;
-	struct eos_error err = { 0 };
-	struct eos_view *v = lv_view_open(session, true);
-	int r = eos_store_fsck(st, 0, fsck_one, NULL, &res, &err);
-
-	ck_ok(r, err);
-	ck_assert_uint_eq(res.violations, 0);
-	r = eos_view_check(v, fsck_one, NULL, &err);
-	ck_ok(r, err);
-	ck_assert_int_eq(r, 0);
-	eos_view_close(v);
+	fork_ok_of(lv.v, name);
 }
 
 static bool
@@ -110,7 +93,7 @@ START_TEST(test_fork_holds_changes)
 	ck_ok(eos_store_session_get(st, SBX, "s1", &a, &err), err);
 	ck_ok(eos_store_session_get(st, SBX, "s2", &b, &err), err);
 	ck_assert_uint_eq(a.version, b.version);
-	check_clean("s2");
+	lv_check_clean("s2");
 	f = lv_view_open("s2", false);
 	ck_assert_str_eq(tv_read_all(f, "a.txt", buf, sizeof(buf)),
 			 "LINE1\nline2\nline3\nline4\nline5\n");
@@ -133,7 +116,7 @@ START_TEST(test_fork_holds_changes)
 	ck_assert_str_eq(buf, "LINE1\nline2\nLINE3\nline4\nLINE5\n");
 	ck_assert(lv_head_read("fork-only.txt", buf, sizeof(buf)));
 	close(fd);
-	check_clean("s1");
+	lv_check_clean("s1");
 }
 END_TEST
 
@@ -169,7 +152,7 @@ START_TEST(test_fork_while_writing)
 	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
 	ck_assert(lv_head_read("log.txt", buf, sizeof(buf)));
 	lv_appender_check(&ap, buf);
-	check_clean("f4");
+	lv_check_clean("f4");
 }
 END_TEST
 
@@ -200,6 +183,74 @@ START_TEST(test_fork_refusals)
 }
 END_TEST
 
+/* --- kill -9 during a fork ---------------------------------------------------------------------
+ */
+
+static const struct {
+	const char *failpoint;
+	bool forked;
+} CRASHES[] = {
+	{ "fork.copied", false },
+	{ "fork.recorded", true },
+};
+
+/* The child: mount s1, write through it, fork it as s2, be killed (stderr says what failed). */
+static int
+fork_child(const char *dir, const char *mnt)
+{
+	struct eos_view_options o = { .sandbox = SBX, .session = "s1", .create = true };
+	struct eos_error err = { 0 };
+	char path[4096];
+	int fd, r;
+
+	if ((r = eos_store_open(dir, NULL, &st, &err)) < 0)
+		return fprintf(stderr, "fork child: %s\n", eos_error_message(&err, r)), 2;
+	o.store = st;
+	if ((r = eos_view_open(&o, &lv.v, &err)) < 0 ||
+	    (r = eos_view_mount(lv.v, mnt, NULL, &lv.m, &err)) < 0)
+		return fprintf(stderr, "fork child: %s\n", eos_error_message(&err, r)), 2;
+	if (pthread_create(&lv.server, NULL, lv_serve_main, lv.m) != 0)
+		return 2;
+	snprintf(path, sizeof(path), "%s/a.txt", mnt);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || pwrite(fd, "FORKD", 5, 0) != 5)
+		return fprintf(stderr, "fork child: write: %s\n", strerror(errno)), 2;
+	r = eos_view_fork(lv.v, "s2", &err);
+	fprintf(stderr, "fork child: not killed: %s\n", r < 0 ? eos_error_message(&err, r) : "ok");
+	return 3;
+}
+
+/* Killed before or after the fork's batch: no fork at all, or the whole fork. */
+START_TEST(test_kill_during_fork)
+{
+	cleanup_free char *mnt = eos_test_tmpdir("fork-crash");
+	struct eos_session_info info;
+	struct eos_error err = { 0 };
+	char buf[256];
+	struct eos_view *v;
+
+	eos_store_close(st);
+	lv_run_child(CRASHES[_i].failpoint, "fork-child", mnt);
+	ck_ok(eos_store_open(store_dir, NULL, &st, &err), err);
+	lv_check_clean("s1");
+	ck_assert_int_eq(eos_store_session_get(st, SBX, "s2", &info, NULL),
+			 CRASHES[_i].forked ? 0 : -ENOENT);
+	v = lv_view_open("s1", false);
+	ck_assert_str_eq(tv_read_all(v, "a.txt", buf, sizeof(buf)),
+			 "FORKD\nline2\nline3\nline4\nline5\n");
+	if (!CRASHES[_i].forked)
+		fork_ok_of(v, "s2"); /* the name is free, its stray directory reused */
+	eos_view_close(v);
+	lv_check_clean("s2");
+	v = lv_view_open("s2", false);
+	ck_assert_str_eq(tv_read_all(v, "a.txt", buf, sizeof(buf)),
+			 "FORKD\nline2\nline3\nline4\nline5\n");
+	eos_view_close(v);
+	lv_check_clean("s2");
+	rmdir(mnt);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -211,12 +262,16 @@ suite(void)
 	tcase_add_test(tc, test_fork_holds_changes);
 	tcase_add_test(tc, test_fork_while_writing);
 	tcase_add_test(tc, test_fork_refusals);
+	if (EOS_FAILPOINTS_COMPILED)
+		tcase_add_loop_test(tc, test_kill_during_fork, 0, (int)EOS_ARRAY_SIZE(CRASHES));
 	suite_add_tcase(s, tc);
 	return s;
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "fork-child") == 0)
+		return fork_child(argv[2], argv[3]);
 	return eos_test_run(suite());
 }

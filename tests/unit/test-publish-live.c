@@ -105,13 +105,105 @@ START_TEST(test_merge_shows_merged_file)
 	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "MINE1\nline2\nline3\nline4\nline5\n");
 	lv_other_publishes("s2", "a.txt", "line1\nline2\nline3\nline4\nTHEIR5\n");
 	lv_other_publishes("s3", "theirs.txt", "theirs\n");
+	ck_assert(lv_mnt_exists("dir/b.txt")); /* the kernel now caches it */
+	lv_other_removes("s4", "dir", "b.txt");
 	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert(!lv_mnt_exists("dir/b.txt"));
 	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "MINE1\nline2\nline3\nline4\nTHEIR5\n");
 	ck_assert_str_eq(lv_mnt_read("a.txt", buf, sizeof(buf)),
 			 "MINE1\nline2\nline3\nline4\nTHEIR5\n");
 	ck_assert_str_eq(lv_mnt_read("theirs.txt", buf, sizeof(buf)), "theirs\n");
 	ck_assert_uint_eq(lv_delta_entries(lv.v), 0);
 	close(fd);
+}
+END_TEST
+
+/* A hard-linked file written through one name: both names show the bytes after the reset. */
+START_TEST(test_hard_links)
+{
+	cleanup_free char *p1 = NULL, *p2 = NULL;
+	struct stat s1, s2;
+	char buf[256];
+	int fd;
+
+	lv_start("s1");
+	p1 = lv_mnt_path("links/h1");
+	p2 = lv_mnt_path("links/h2");
+	fd = lv_mnt_open("links/h1", O_RDWR);
+	ck_assert_int_eq(pwrite(fd, "LINKED", 6, 0), 6);
+	ck_assert_str_eq(lv_mnt_read("links/h2", buf, sizeof(buf)), "LINKED\n");
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert(lv_head_read("links/h2", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "LINKED\n");
+	ck_assert_str_eq(lv_mnt_read("links/h2", buf, sizeof(buf)), "LINKED\n");
+	ck_assert_int_eq(pwrite(fd, "linked", 6, 0), 6);
+	ck_assert_str_eq(lv_mnt_read("links/h2", buf, sizeof(buf)), "linked\n");
+	close(fd);
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert(lv_head_read("links/h1", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "linked\n");
+	ck_assert_int_eq(lstat(p1, &s1), 0);
+	ck_assert_int_eq(lstat(p2, &s2), 0);
+	ck_assert_uint_eq(s1.st_ino, s2.st_ino);
+	ck_assert_uint_eq(s1.st_nlink, 2);
+}
+END_TEST
+
+/* With the writeback cache: the kernel's cached writes join the publish. */
+START_TEST(test_writeback_publish)
+{
+	char buf[256];
+	int fd;
+
+	lv_writeback = true;
+	lv_start("s1");
+	fd = lv_mnt_open("a.txt", O_RDWR);
+	ck_assert_int_eq(pwrite(fd, "CACHE", 5, 0), 5);
+	lv_other_publishes("s2", "z.txt", "z\n");
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert(lv_head_read("a.txt", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "CACHE\nline2\nline3\nline4\nline5\n");
+	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "CACHE\nline2\nline3\nline4\nline5\n");
+	ck_assert_int_eq(pwrite(fd, "AGAIN", 5, 6), 5);
+	close(fd);
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert(lv_head_read("a.txt", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "CACHE\nAGAIN\nline3\nline4\nline5\n");
+}
+END_TEST
+
+/* The view mounted twice: the kernel's caches of both mounts are invalidated. */
+START_TEST(test_two_mounts)
+{
+	cleanup_free char *mnt2 = eos_test_tmpdir("live-mnt2"), *p = NULL;
+	struct eos_view_mount *m2 = NULL;
+	struct eos_error err = { 0 };
+	pthread_t server2;
+	char buf[256];
+	int fd;
+
+	lv_start("s1");
+	ck_ok(eos_view_mount(lv.v, mnt2, NULL, &m2, &err), err);
+	ck_assert_int_eq(pthread_create(&server2, NULL, lv_serve_main, m2), 0);
+	ck_assert_int_ge(asprintf(&p, "%s/a.txt", mnt2), 0);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), BASE_A); /* cached by mount 2 */
+	lv_mnt_write("new.txt", "new\n");
+	lv_other_publishes("s2", "a.txt", "line1\nline2\nline3\nline4\nTHEIR5\n");
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "line1\nline2\nline3\nline4\nTHEIR5\n");
+	close(fd);
+	free(p);
+	ck_assert_int_ge(asprintf(&p, "%s/new.txt", mnt2), 0);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "new\n");
+	close(fd);
+	eos_view_mount_stop(m2);
+	pthread_join(server2, NULL);
+	eos_view_mount_free(m2);
+	rmdir(mnt2);
 }
 END_TEST
 
@@ -156,7 +248,7 @@ START_TEST(test_namespace_after_reset)
 	ck_assert(!lv_mnt_exists("dir"));
 	ck_assert_str_eq(lv_mnt_read("dir2/b.txt", buf, sizeof(buf)), "bee\n");
 	ck_assert_str_eq(lv_mnt_read("newdir/f.txt", buf, sizeof(buf)), "f\n");
-	ck_assert_uint_eq(list_names("", buf, sizeof(buf)), 4);
+	ck_assert_uint_eq(list_names("", buf, sizeof(buf)), 5);
 	ck_assert(strstr(buf, "dir2 ") && strstr(buf, "newdir ") && strstr(buf, "old "));
 	ck_assert_uint_eq(list_names("old", buf, sizeof(buf)), 0);
 	ck_assert(lv_head_read("dir2/b.txt", buf, sizeof(buf)));
@@ -221,62 +313,6 @@ crash_child(const char *dir, const char *mnt)
 	return r < 0 ? crash_fail("publish", &err, r) : 3; /* not killed */
 }
 
-static void
-unmount_dead(const char *mnt)
-{
-	cleanup_free char *cmd = NULL;
-
-	if (umount2(mnt, MNT_DETACH) == 0)
-		return;
-	ck_assert_int_ge(asprintf(&cmd, "fusermount3 -uz '%s'", mnt), 0);
-	ck_assert_int_eq(system(cmd), 0);
-}
-
-static void
-run_crash_child(const char *failpoint, const char *mnt)
-{
-	cleanup_free char *env = NULL;
-	int status;
-	pid_t pid;
-
-	ck_assert_int_ge(asprintf(&env, "%s=kill", failpoint), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		setenv("EOS_FAILPOINTS", env, 1);
-		execl("/proc/self/exe", "test-publish-live", "crash-child", store_dir, mnt, NULL);
-		_exit(127);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	unmount_dead(mnt);
-	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-		      "'%s': the child ended with status %d instead of being killed", failpoint,
-		      status);
-}
-
-static void
-fsck_one(void *ctx, const char *kind, const char *message)
-{
-	(void)ctx;
-	fprintf(stderr, "fsck: %s: %s\n", kind, message);
-}
-
-static void
-check_clean(void)
-{
-	struct eos_fsck_result res;
-	struct eos_error err = { 0 };
-	struct eos_view *v = lv_view_open("s1", true);
-	int r = eos_store_fsck(st, 0, fsck_one, NULL, &res, &err);
-
-	ck_ok(r, err);
-	ck_assert_uint_eq(res.violations, 0);
-	r = eos_view_check(v, fsck_one, NULL, &err);
-	ck_ok(r, err);
-	ck_assert_int_eq(r, 0);
-	eos_view_close(v);
-}
-
 /* Killed at any step: either the publish is complete and the session empty on the new head, or
  * nothing is published and the session holds every acknowledged change. */
 START_TEST(test_kill_during_publish)
@@ -288,9 +324,9 @@ START_TEST(test_kill_during_publish)
 	struct eos_view *v;
 
 	eos_store_close(st);
-	run_crash_child(CRASHES[_i].failpoint, mnt);
+	lv_run_child(CRASHES[_i].failpoint, "crash-child", mnt);
 	ck_ok(eos_store_open(store_dir, NULL, &st, &err), err);
-	check_clean();
+	lv_check_clean("s1");
 	ck_ok(eos_store_session_get(st, SBX, "s1", &info, &err), err);
 	ck_assert_uint_eq(info.version, lv_head_of());
 	ck_assert_uint_eq(lv_head_of(), CRASHES[_i].published ? 2 : 1);
@@ -301,7 +337,7 @@ START_TEST(test_kill_during_publish)
 	ck_assert_uint_eq(lv_delta_entries(v), CRASHES[_i].published ? 0 : 2);
 	eos_view_close(v);
 	ck_assert(lv_head_read("new.txt", buf, sizeof(buf)) == CRASHES[_i].published);
-	check_clean();
+	lv_check_clean("s1");
 	rmdir(mnt);
 }
 END_TEST
@@ -318,6 +354,9 @@ suite(void)
 	tcase_add_test(tc, test_rejected_keeps_session);
 	tcase_add_test(tc, test_merge_shows_merged_file);
 	tcase_add_test(tc, test_namespace_after_reset);
+	tcase_add_test(tc, test_writeback_publish);
+	tcase_add_test(tc, test_hard_links);
+	tcase_add_test(tc, test_two_mounts);
 	if (EOS_FAILPOINTS_COMPILED)
 		tcase_add_loop_test(tc, test_kill_during_publish, 0, (int)EOS_ARRAY_SIZE(CRASHES));
 	suite_add_tcase(s, tc);
