@@ -44,3 +44,8 @@ bench_fs_churn_SOURCES = bench/fs-churn.c
 .PHONY: bench-churn
 bench-churn: bench/fs-churn fs/eosfs cli/eos-store
 	$(SHELL) $(top_srcdir)/bench/churn
+
+# bench/daemon: eosd's session create, live publish, fork, gateway and idle-session figures.
+.PHONY: bench-daemon
+bench-daemon: supervisor/eosd
+	EOS_BUILD_DIR='$(abs_top_builddir)' $(SHELL) $(top_srcdir)/bench/daemon $(BENCH_DAEMON_FLAGS)

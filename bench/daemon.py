@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""bench/daemon.py: eosd's session, publish, fork and gateway figures (issue 10).
+
+Run by bench/daemon, which builds the trees and starts nothing itself: this program starts an
+eosd of the build tree on a fresh state directory, drives it over its Unix socket with HTTP
+requests (the gateway protocol of doc/eosd.md) and prints name<TAB>value<TAB>unit lines (or a
+table without --tsv). Every figure is taken in this one run.
+"""
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=600)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.path)
+
+
+class Eosd:
+    """An eosd of the build tree on its own state and runtime directories."""
+
+    def __init__(self, build, top):
+        self.top = top
+        self.state = os.path.join(top, "state")
+        env = dict(os.environ, EOS_RUNTIME_DIR=os.path.join(top, "run"))
+        subprocess.run([os.path.join(build, "supervisor", "eosd"), "--state-dir", self.state],
+                       env=env, check=True)
+        info = json.load(open(os.path.join(self.state, "eosd.json")))
+        self.pid, self.sock = info["pid"], info["socket"]
+        self.tokens = {s: open(os.path.join(self.state, "tokens", s)).read().strip()
+                       for s in ("management", "runtime", "observability")}
+        self.conn = UnixHTTP(self.sock)
+
+    def call(self, surface, op, sandbox=None, conn=None, **args):
+        body = json.dumps({"sandbox_id": sandbox, "args": args} if sandbox else {"args": args})
+        c = conn or self.conn
+        c.request("POST", "/v1/%s/%s" % (surface, op), body,
+                  {"Authorization": "Bearer " + self.tokens[surface],
+                   "Content-Type": "application/json"})
+        r = c.getresponse()
+        doc = json.loads(r.read() or b"{}")
+        if r.status != 200:
+            raise RuntimeError("%s: %d %s" % (op, r.status, doc))
+        return doc
+
+    def timed(self, surface, op, sandbox=None, **args):
+        t = time.perf_counter()
+        doc = self.call(surface, op, sandbox, **args)
+        return time.perf_counter() - t, doc
+
+    def proc(self, field):
+        for line in open("/proc/%d/status" % self.pid):
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+        return -1
+
+    def stop(self):
+        os.kill(self.pid, 15)
+        for _ in range(600):
+            if not os.path.exists("/proc/%d" % self.pid):
+                return
+            time.sleep(0.05)
+
+
+def make_tree(root, files):
+    """files small text files of 20 lines in directories of 100."""
+    for i in range(files):
+        d = os.path.join(root, "d%04d" % (i // 100))
+        if i % 100 == 0:
+            os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "f%03d.txt" % (i % 100)), "w") as f:
+            f.write("".join("line %d of file %d\n" % (k, i) for k in range(20)))
+
+
+def ms(xs):
+    return statistics.median(xs) * 1e3, sorted(xs)[max(0, int(len(xs) * 0.95) - 1)] * 1e3
+
+
+def bench_create(d, sb, n):
+    times, ids = [], []
+    for _ in range(n):
+        t, doc = d.timed("runtime", "create_workspace_session", sb)
+        times.append(t)
+        ids.append(doc["workspace_session_id"])
+    for s in ids:
+        d.call("runtime", "destroy_workspace_session", sb, workspace_session_id=s)
+    return ms(times)
+
+
+def change_files(mount, n, tag, files):
+    """Append a line to n of the tree's files, spread over all its directories."""
+    for i in range(n):
+        k = i * (files // n)
+        p = os.path.join(mount, "d%04d" % (k // 100), "f%03d.txt" % (k % 100))
+        with open(p, "a") as f:
+            f.write("%s %d\n" % (tag, i))
+
+
+def bench_publish(d, sb, files, rounds):
+    doc = d.call("runtime", "create_workspace_session", sb)
+    s, mount = doc["workspace_session_id"], doc["mount_path"]
+    times = []
+    for r in range(rounds):
+        change_files(mount, 10, "round%d" % r, files)
+        t, res = d.timed("runtime", "publish_workspace_session", sb, workspace_session_id=s)
+        if res.get("status") != "published":
+            raise RuntimeError("publish: %s" % res)
+        times.append(t)
+    d.call("runtime", "destroy_workspace_session", sb, workspace_session_id=s)
+    return ms(times)
+
+
+def bench_fork(d, sb, files, rounds):
+    doc = d.call("runtime", "create_workspace_session", sb)
+    s, mount = doc["workspace_session_id"], doc["mount_path"]
+    change_files(mount, 100, "fork", files)
+    times, forks = [], []
+    for _ in range(rounds):
+        t, res = d.timed("runtime", "fork_workspace_session", sb, workspace_session_id=s)
+        times.append(t)
+        forks.append(res["workspace_session_id"])
+    for f in forks + [s]:
+        d.call("runtime", "destroy_workspace_session", sb, workspace_session_id=f)
+    return ms(times)
+
+
+def bench_roundtrip(d, n):
+    times = []
+    for _ in range(n):
+        t, _ = d.timed("management", "list_sandboxes")
+        times.append(t)
+    return ms(times)
+
+
+def bench_throughput(d, clients, seconds):
+    """clients threads, each with its own keep-alive connection, for seconds: requests/s.
+    The client threads share one Python interpreter: the figure is a lower bound."""
+    stop, counts = time.perf_counter() + seconds, [0] * clients
+
+    def run(i):
+        c = UnixHTTP(d.sock)
+        while time.perf_counter() < stop:
+            d.call("observability", "ping", conn=c)
+            counts[i] += 1
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(counts) / seconds
+
+
+def bench_idle(d, sb, counts):
+    rows, made = [], []
+    for n in counts:
+        while len(made) < n:
+            made.append(d.call("runtime", "create_workspace_session", sb)["workspace_session_id"])
+        time.sleep(1)
+        rows.append((n, d.proc("Threads"), d.proc("VmRSS") / 1024.0))
+    for s in made:
+        d.call("runtime", "destroy_workspace_session", sb, workspace_session_id=s)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--small", type=int, default=1000)
+    ap.add_argument("--large", type=int, default=100000)
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--tsv", action="store_true")
+    o = ap.parse_args()
+    out = []
+
+    def report(name, value, unit):
+        out.append((name, value, unit))
+        print("%s\t%.3f\t%s" % (name, value, unit) if o.tsv else
+              "%-44s %12.3f %s" % (name, value, unit), flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="eos-bench-daemon.") as top:
+        for name, n in (("small", o.small), ("large", o.large)):
+            make_tree(os.path.join(top, "src-" + name), n)
+        t0 = time.perf_counter()
+        d = Eosd(o.build, top)
+        report("eosd.start_ms(empty store)", (time.perf_counter() - t0) * 1e3, "ms")
+        try:
+            for name, n in (("small", o.small), ("large", o.large)):
+                d.call("management", "create_sandbox", source=os.path.join(top, "src-" + name),
+                       id=name)
+            d.stop()
+            t0 = time.perf_counter()
+            d = Eosd(o.build, top)
+            report("eosd.start_ms(%d-file sandbox)" % o.large, (time.perf_counter() - t0) * 1e3,
+                   "ms")
+            create = {}
+            for name, n in (("small", o.small), ("large", o.large)):
+                create[name] = bench_create(d, name, o.rounds)
+                report("session_create.%d.median" % n, create[name][0], "ms")
+                report("session_create.%d.p95" % n, create[name][1], "ms")
+            report("session_create.large_over_small", create["large"][0] / create["small"][0], "x")
+            med, p95 = bench_publish(d, "large", o.large, o.rounds)
+            report("live_publish_10_files.%d.median" % o.large, med, "ms")
+            report("live_publish_10_files.%d.p95" % o.large, p95, "ms")
+            fork = {}
+            for name, n in (("small", o.small), ("large", o.large)):
+                fork[name] = bench_fork(d, name, n, o.rounds)
+                report("fork_100_files.%d.median" % n, fork[name][0], "ms")
+            report("fork.large_over_small", fork["large"][0] / fork["small"][0], "x")
+            med, p95 = bench_roundtrip(d, 2000)
+            report("gateway.list_sandboxes.median", med, "ms")
+            report("gateway.list_sandboxes.p95", p95, "ms")
+            report("gateway.ping_per_s(64 clients, python)", bench_throughput(d, 64, 5), "req/s")
+            for n, threads, rss in bench_idle(d, "large", (0, 16, 64)):
+                report("eosd.threads(%d idle sessions)" % n, threads, "threads")
+                report("eosd.rss(%d idle sessions)" % n, rss, "MiB")
+        finally:
+            d.stop()
+    report("cores", os.cpu_count(), "cores")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
