@@ -9,6 +9,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/json.h"
 #include "common/path.h"
 #include "common/quote.h"
@@ -174,48 +175,6 @@ read_stdin(struct eos_buf *out, struct eos_error *err)
 	return 0;
 }
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Stage the missing directories above path (as in mkdir -p), and keep an existing file's mode. */
-static int
-stage_parents(struct tool *t, struct eos_publish *p, const char *sandbox, const char *path,
-	      struct eos_attr *attr, struct eos_error *err)
-{
-	cleanup_free char *dir = strdup(path);
-	struct eos_attr dattr = {
-		.mode = 0755, .uid = getuid(), .gid = getgid(), .mtime_ns = attr->mtime_ns
-	};
-	struct eos_stat st;
-
-	if (!dir)
-		return eos_error_set(err, -ENOMEM, "out of memory");
-	if (eos_store_stat(t->st, sandbox, 0, path, &st, NULL) == 0) {
-		if (st.kind != EOS_KIND_FILE)
-			return eos_error_set(err, -EISDIR, "'%s' is not a regular file", path);
-		attr->mode = st.attr.mode;
-		return 0;
-	}
-	for (char *s = strchr(dir, '/'); s; s = strchr(s + 1, '/')) {
-		int r;
-
-		*s = '\0';
-		if (eos_store_stat(t->st, sandbox, 0, dir, &st, NULL) < 0) {
-			r = eos_publish_mkdir(p, dir, &dattr, false, err);
-			if (r < 0)
-				return r;
-		}
-		*s = '/';
-	}
-	return 0;
-}
-
 int
 tool_cmd_write(struct tool *t, const struct tool_args *a)
 {
@@ -223,9 +182,10 @@ tool_cmd_write(struct tool *t, const struct tool_args *a)
 	EOS_CLEANUP(eos_buf_release) struct eos_buf data = { 0 };
 	cleanup_free char *owner = NULL, *path = NULL;
 	struct eos_publish_result res = { 0 };
-	struct eos_publish_file f = {
-		.attr = { .mode = 0644, .uid = getuid(), .gid = getgid(), .mtime_ns = now_ns() }
-	};
+	struct eos_publish_file f = { .attr = { .mode = 0644,
+						.uid = getuid(),
+						.gid = getgid(),
+						.mtime_ns = eos_wall_ns() } };
 	struct eos_write_range range = { 0 };
 	struct eos_error err = { 0 };
 	struct eos_sandbox_info sb;
@@ -244,7 +204,7 @@ tool_cmd_write(struct tool *t, const struct tool_args *a)
 
 		r = eos_publish_begin(t->st, &o, &p, &err);
 	}
-	r = r ?: stage_parents(t, p, sb.id, path, &f.attr, &err);
+	r = r ?: eos_publish_stage_parents(p, path, &f.attr, &err);
 	if (r < 0)
 		return tool_fail(t, r, &err);
 	range = (struct eos_write_range){ .start = 0, .end = data.len, .owner = owner };

@@ -15,7 +15,7 @@ store_libeos_store_a_SOURCES = \
 	store/import.h store/import.c store/import-pool.c store/import-tar.c \
 	store/squash.c store/gc.c store/fsck-internal.h store/fsck.c store/fsck-content.c \
 	store/fsck-damage.c store/destroy.c store/stats.c \
-	store/session.c store/reclaim.c store/space.h store/space.c
+	store/publish-parents.c store/session.c store/reclaim.c store/space.h store/space.c
 # RocksDB is C++: link with the C++ runtime.
 STORE_LIBS = store/libeos-store.a $(COMMON_LIBS) $(ROCKSDB_LIBS) $(ZSTD_LIBS) $(ARCHIVE_LIBS) \
 	$(GIT2_LIBS) $(CRYPTO_LIBS) -lstdc++ -lm

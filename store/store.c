@@ -14,6 +14,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/endian.h"
 
 #include "store/sandbox.h"
@@ -33,10 +34,7 @@ eos_store_format_version(void)
 int64_t
 eos_store_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return eos_wall_ns();
 }
 
 void

@@ -656,6 +656,14 @@ int eos_publish_put_file(struct eos_publish *p, const char *path, const struct e
 /* With opaque, the directory replaces whatever was there (hides every older child). */
 int eos_publish_mkdir(struct eos_publish *p, const char *path, const struct eos_attr *attr,
 		      bool opaque, struct eos_error *err);
+/*
+ * Before a blind write of the whole regular file at path (eos-store write, eosd's file_write
+ * without a session): when the head has path, take its mode and owners into *attr (-EISDIR
+ * naming it when it is not a regular file); else stage every missing directory above it (0755,
+ * attr's owners and mtime), as mkdir -p would.
+ */
+int eos_publish_stage_parents(struct eos_publish *p, const char *path, struct eos_attr *attr,
+			      struct eos_error *err);
 int eos_publish_symlink(struct eos_publish *p, const char *path, const struct eos_attr *attr,
 			const char *target, struct eos_error *err);
 /* A fifo or a device, as eos_changeset_mknod(). */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/json.h"
 
 #include "supervisor/files.h"
@@ -123,47 +124,6 @@ eosd_head_load(struct eosd *d, const char *sandbox, const char *path, struct eos
 /* --- writes ------------------------------------------------------------------------------------
  */
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Stage the missing directories above path (mkdir -p); keep an existing file's mode. */
-static int
-stage_parents(struct eosd *d, struct eos_publish *p, const char *sandbox, const char *path,
-	      struct eos_attr *attr, struct eos_error *err)
-{
-	cleanup_free char *dir = strdup(path);
-	struct eos_attr dattr = {
-		.mode = 0755, .uid = attr->uid, .gid = attr->gid, .mtime_ns = attr->mtime_ns
-	};
-	struct eos_stat st;
-	int r = 0;
-
-	if (!dir)
-		return eos_error_set(err, -ENOMEM, "out of memory");
-	if (eos_store_stat(d->store, sandbox, 0, path, &st, NULL) == 0) {
-		if (st.kind != EOS_KIND_FILE)
-			return eos_error_set(err, -EISDIR, "path '%s': a %s, not a regular file",
-					     path, eos_kind_name(st.kind));
-		attr->mode = st.attr.mode;
-		attr->uid = st.attr.uid;
-		attr->gid = st.attr.gid;
-		return 0;
-	}
-	for (char *s = strchr(dir, '/'); s && r == 0; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (eos_store_stat(d->store, sandbox, 0, dir, &st, NULL) < 0)
-			r = eos_publish_mkdir(p, dir, &dattr, false, err);
-		*s = '/';
-	}
-	return r;
-}
-
 static json_t *
 write_json(const char *path, const char *rid, const char *owner,
 	   const struct eos_publish_result *res)
@@ -182,7 +142,10 @@ eosd_head_write(struct eosd *d, struct eosd_call *c, const char *path, const str
 	char rid[64], owner[EOS_OWNER_MAX + 1];
 	struct eos_publish_result res = { 0 };
 	struct eos_publish_file f = {
-		.attr = { .mode = 0644, .uid = getuid(), .gid = getgid(), .mtime_ns = now_ns() },
+		.attr = { .mode = 0644,
+			  .uid = getuid(),
+			  .gid = getgid(),
+			  .mtime_ns = eos_wall_ns() },
 		.data = text->data ? (const void *)text->data : "",
 		.len = text->len,
 	};
@@ -195,7 +158,7 @@ eosd_head_write(struct eosd *d, struct eosd_call *c, const char *path, const str
 	f.ranges = &range;
 	f.nranges = text->len ? 1 : 0;
 	r = eos_publish_begin(d->store, &o, &p, err);
-	r = r ?: stage_parents(d, p, c->sandbox_id, path, &f.attr, err);
+	r = r ?: eos_publish_stage_parents(p, path, &f.attr, err);
 	r = r ?: eos_publish_put_file(p, path, &f, err);
 	r = r ?: eos_publish_commit(p, &res, err);
 	if (r == 0 && res.status == EOS_PUBLISH_REJECTED)
