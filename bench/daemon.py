@@ -58,8 +58,11 @@ class Eosd:
         return doc
 
     def timed(self, surface, op, sandbox=None, **args):
+        return self.timed_on(None, surface, op, sandbox, **args)
+
+    def timed_on(self, conn, surface, op, sandbox=None, **args):
         t = time.perf_counter()
-        doc = self.call(surface, op, sandbox, **args)
+        doc = self.call(surface, op, sandbox, conn=conn, **args)
         return time.perf_counter() - t, doc
 
     def proc(self, field):
@@ -146,6 +149,38 @@ def bench_roundtrip(d, n):
     return ms(times)
 
 
+def make_big_tree(root, mib):
+    """mib MiB of incompressible bytes in files of 16 MiB."""
+    os.makedirs(root, exist_ok=True)
+    for i in range(max(1, mib // 16)):
+        with open(os.path.join(root, "blob%03d.bin" % i), "wb") as f:
+            for _ in range(16):
+                f.write(os.urandom(1 << 20))
+
+
+def bench_list_during_import(d, src):
+    """list_sandboxes round trips on one connection while another imports src."""
+    done, result = threading.Event(), {}
+
+    def run():
+        try:
+            result["t"], _ = d.timed_on(UnixHTTP(d.sock), "management", "create_sandbox",
+                                        source=src, id="big")
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    times = []
+    while not done.is_set():
+        t, _ = d.timed("management", "list_sandboxes")
+        times.append(t)
+    worker.join()
+    times.sort()
+    return (statistics.median(times) * 1e3, times[max(0, int(len(times) * 0.99) - 1)] * 1e3,
+            len(times), result.get("t", 0))
+
+
 def bench_throughput(d, clients, seconds):
     """clients threads, each with its own keep-alive connection, for seconds: requests/s.
     The client threads share one Python interpreter: the figure is a lower bound."""
@@ -183,6 +218,7 @@ def main():
     ap.add_argument("--small", type=int, default=1000)
     ap.add_argument("--large", type=int, default=100000)
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--import-mib", type=int, default=1024)
     ap.add_argument("--tsv", action="store_true")
     o = ap.parse_args()
     out = []
@@ -225,6 +261,12 @@ def main():
             report("gateway.list_sandboxes.median", med, "ms")
             report("gateway.list_sandboxes.p95", p95, "ms")
             report("gateway.ping_per_s(64 clients, python)", bench_throughput(d, 64, 5), "req/s")
+            make_big_tree(os.path.join(top, "src-big"), o.import_mib)
+            med, p99, n, secs = bench_list_during_import(d, os.path.join(top, "src-big"))
+            report("import_%dMiB.seconds" % o.import_mib, secs, "s")
+            report("list_sandboxes_during_import.median", med, "ms")
+            report("list_sandboxes_during_import.p99", p99, "ms")
+            report("list_sandboxes_during_import.count", n, "requests")
             for n, threads, rss in bench_idle(d, "large", (0, 16, 64)):
                 report("eosd.threads(%d idle sessions)" % n, threads, "threads")
                 report("eosd.rss(%d idle sessions)" % n, rss, "MiB")
