@@ -366,8 +366,8 @@ lv_check_clean(const char *session)
 
 /* --- crash children --------------------------------------------------------------------------- */
 
-static void
-unmount_dead(const char *mnt)
+void
+lv_unmount_dead(const char *mnt)
 {
 	cleanup_free char *cmd = NULL;
 
@@ -393,7 +393,7 @@ lv_run_child(const char *failpoint, const char *mode, const char *mnt)
 		_exit(127);
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	unmount_dead(mnt);
+	lv_unmount_dead(mnt);
 	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
 		      "'%s': the child ended with status %d instead of being killed", failpoint,
 		      status);

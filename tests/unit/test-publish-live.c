@@ -342,6 +342,107 @@ START_TEST(test_kill_during_publish)
 }
 END_TEST
 
+/*
+ * The child for kills at random moments: mount s1, say so on fd 3, then publish live over and
+ * over until killed. The writer is the parent: a process killed while it waits on its own
+ * mount's answer would never exit (the thread that was to answer is gone).
+ */
+static int
+loop_child(const char *dir, const char *mnt)
+{
+	struct eos_view_options o = { .sandbox = SBX, .session = "s1", .create = true };
+	struct eos_publish_result res;
+	struct eos_error err = { 0 };
+	int r;
+
+	if ((r = eos_store_open(dir, NULL, &st, &err)) < 0)
+		return crash_fail("open the store", &err, r);
+	o.store = st;
+	if ((r = eos_view_open(&o, &lv.v, &err)) < 0 ||
+	    (r = eos_view_mount(lv.v, mnt, NULL, &lv.m, &err)) < 0)
+		return crash_fail("mount", &err, r);
+	if (pthread_create(&lv.server, NULL, lv_serve_main, lv.m) != 0 || write(3, "m", 1) != 1)
+		return crash_fail("serve", NULL, 0);
+	for (;;) {
+		if ((r = eos_view_publish_live(lv.v, lv.m, NULL, &res, &err)) < 0)
+			return crash_fail("publish", &err, r);
+		eos_publish_result_release(&res);
+	}
+}
+
+/* Start the loop child, append `lines` lines through its mount, kill it (wherever its publishes
+ * are by then). Returns the number of lines the file has now, every one acknowledged. */
+static size_t
+append_then_kill(const char *mnt, unsigned lines)
+{
+	cleanup_free char *path = NULL;
+	int p[2], status, fd;
+	struct stat s;
+	char c;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(p[1], 3); /* without O_CLOEXEC: the exec'd child writes to it */
+		execl("/proc/self/exe", "loop-child", "loop-child", store_dir, mnt, NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], &c, 1), 1); /* mounted */
+	close(p[0]);
+	ck_assert_int_ge(asprintf(&path, "%s/log.txt", mnt), 0);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &s), 0);
+	for (unsigned i = 0; i < lines; i++) {
+		char line[32];
+
+		snprintf(line, sizeof(line), "w%06u\n", (unsigned)(s.st_size / 8) + i);
+		ck_assert_int_eq(write(fd, line, 8), 8);
+	}
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	close(fd);
+	lv_unmount_dead(mnt);
+	ck_assert_msg(WIFSIGNALED(status), "the loop child exited with status %d", status);
+	return (size_t)s.st_size / 8 + lines;
+}
+
+/* Killed wherever its publishes are (staging, committing, resetting, invalidating): every
+ * acknowledged line is in the session's view, in order, after each of several kills. */
+START_TEST(test_kill_at_random_moments)
+{
+	static const unsigned LINES[] = { 7, 40, 23, 90 };
+	cleanup_free char *mnt = eos_test_tmpdir("live-loop");
+	static char buf[1 << 16];
+	struct eos_error err = { 0 };
+
+	for (size_t k = 0; k < EOS_ARRAY_SIZE(LINES); k++) {
+		struct eos_view *v;
+		size_t acked, len;
+
+		eos_store_close(st);
+		acked = append_then_kill(mnt, LINES[k]);
+		ck_ok(eos_store_open(store_dir, NULL, &st, &err), err);
+		v = lv_view_open("s1", false);
+		len = strlen(tv_read_all(v, "log.txt", buf, sizeof(buf)));
+		eos_view_close(v);
+		ck_assert_msg(len == acked * 8, "kill %zu: %zu bytes, %zu lines acknowledged", k,
+			      len, acked);
+		for (size_t n = 0; n < acked; n++) {
+			char line[32];
+
+			snprintf(line, sizeof(line), "w%06zu\n", n);
+			ck_assert_msg(memcmp(buf + n * 8, line, 8) == 0, "line %zu is lost", n);
+		}
+	}
+	lv_check_clean("s1");
+	rmdir(mnt);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -349,7 +450,7 @@ suite(void)
 	TCase *tc = tcase_create("live");
 
 	tcase_add_checked_fixture(tc, lv_setup, lv_teardown);
-	tcase_set_timeout(tc, 120);
+	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_open_file_survives_publish);
 	tcase_add_test(tc, test_rejected_keeps_session);
 	tcase_add_test(tc, test_merge_shows_merged_file);
@@ -357,6 +458,7 @@ suite(void)
 	tcase_add_test(tc, test_writeback_publish);
 	tcase_add_test(tc, test_hard_links);
 	tcase_add_test(tc, test_two_mounts);
+	tcase_add_test(tc, test_kill_at_random_moments);
 	if (EOS_FAILPOINTS_COMPILED)
 		tcase_add_loop_test(tc, test_kill_during_publish, 0, (int)EOS_ARRAY_SIZE(CRASHES));
 	suite_add_tcase(s, tc);
@@ -368,5 +470,7 @@ main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "crash-child") == 0)
 		return crash_child(argv[2], argv[3]);
+	if (argc == 4 && strcmp(argv[1], "loop-child") == 0)
+		return loop_child(argv[2], argv[3]);
 	return eos_test_run(suite());
 }
