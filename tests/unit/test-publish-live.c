@@ -118,6 +118,54 @@ START_TEST(test_merge_shows_merged_file)
 }
 END_TEST
 
+#if EOS_FAILPOINTS_COMPILED
+/* The view cannot follow a committed publish: it refuses changes, writes nothing, and the
+ * session reopens empty on the new head. */
+START_TEST(test_reset_failure_breaks_view)
+{
+	struct eos_publish_result res;
+	struct eos_error err = { 0 };
+	cleanup_free char *p = NULL;
+	char buf[256];
+	int r;
+
+	lv_start("s1");
+	lv_mnt_write("a.txt", "mine\n");
+	ck_assert_int_eq(eos_failpoint_arm("view.reset", -EIO), 0);
+	r = eos_view_publish_live(lv.v, lv.m, NULL, &res, &err);
+	eos_failpoint_arm("view.reset", 0);
+	ck_assert_int_eq(r, -EIO);
+	ck_assert_int_eq(res.status, EOS_PUBLISH_PUBLISHED);
+	eos_publish_result_release(&res);
+	p = lv_mnt_path("b.txt");
+	ck_assert_int_lt(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), 0);
+	ck_assert_int_eq(errno, EIO);
+	ck_assert_str_eq(lv_mnt_read("a.txt", buf, sizeof(buf)), "mine\n"); /* reads go on */
+	ck_assert_int_eq(eos_view_publish_live(lv.v, lv.m, NULL, &res, NULL), -EIO);
+	lv_stop();
+	lv_check_clean("s1");
+	lv.v = lv_view_open("s1", false);
+	ck_assert_uint_eq(eos_view_version(lv.v), lv_head_of());
+	ck_assert_uint_eq(lv_delta_entries(lv.v), 0);
+	ck_assert_str_eq(tv_read_all(lv.v, "a.txt", buf, sizeof(buf)), "mine\n");
+	eos_view_close(lv.v);
+	lv.v = NULL;
+}
+END_TEST
+
+static void
+add_failpoint_tests(TCase *tc)
+{
+	tcase_add_test(tc, test_reset_failure_breaks_view);
+}
+#else
+static void
+add_failpoint_tests(TCase *tc)
+{
+	(void)tc;
+}
+#endif
+
 /* A hard-linked file written through one name: both names show the bytes after the reset. */
 START_TEST(test_hard_links)
 {
@@ -457,6 +505,7 @@ suite(void)
 	tcase_add_test(tc, test_namespace_after_reset);
 	tcase_add_test(tc, test_writeback_publish);
 	tcase_add_test(tc, test_hard_links);
+	add_failpoint_tests(tc);
 	tcase_add_test(tc, test_two_mounts);
 	tcase_add_test(tc, test_kill_at_random_moments);
 	if (EOS_FAILPOINTS_COMPILED)
