@@ -335,20 +335,13 @@ crash_fail(const char *what, const struct eos_error *err, int r)
 static int
 crash_child(const char *dir, const char *mnt)
 {
-	struct eos_view_options o = { .sandbox = SBX, .session = "s1", .create = true };
 	struct eos_publish_result res;
 	struct eos_error err = { 0 };
 	char path[4096];
 	int fd, r;
 
-	if ((r = eos_store_open(dir, NULL, &st, &err)) < 0)
-		return crash_fail("open the store", &err, r);
-	o.store = st;
-	if ((r = eos_view_open(&o, &lv.v, &err)) < 0 ||
-	    (r = eos_view_mount(lv.v, mnt, NULL, &lv.m, &err)) < 0)
-		return crash_fail("mount", &err, r);
-	if (pthread_create(&lv.server, NULL, lv_serve_main, lv.m) != 0)
-		return crash_fail("serve", NULL, 0);
+	if (lv_child_mount(dir, mnt) < 0)
+		return 2;
 	snprintf(path, sizeof(path), "%s/a.txt", mnt);
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0 || pwrite(fd, "CRASH", 5, 0) != 5)
@@ -398,19 +391,12 @@ END_TEST
 static int
 loop_child(const char *dir, const char *mnt)
 {
-	struct eos_view_options o = { .sandbox = SBX, .session = "s1", .create = true };
 	struct eos_publish_result res;
 	struct eos_error err = { 0 };
 	int r;
 
-	if ((r = eos_store_open(dir, NULL, &st, &err)) < 0)
-		return crash_fail("open the store", &err, r);
-	o.store = st;
-	if ((r = eos_view_open(&o, &lv.v, &err)) < 0 ||
-	    (r = eos_view_mount(lv.v, mnt, NULL, &lv.m, &err)) < 0)
-		return crash_fail("mount", &err, r);
-	if (pthread_create(&lv.server, NULL, lv_serve_main, lv.m) != 0 || write(3, "m", 1) != 1)
-		return crash_fail("serve", NULL, 0);
+	if (lv_child_mount(dir, mnt) < 0 || write(3, "m", 1) != 1)
+		return 2;
 	for (;;) {
 		if ((r = eos_view_publish_live(lv.v, lv.m, NULL, &res, &err)) < 0)
 			return crash_fail("publish", &err, r);
