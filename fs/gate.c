@@ -33,11 +33,12 @@ eos_gate_destroy(struct eos_gate *g)
 	pthread_rwlock_destroy(&g->all);
 }
 
-void
+bool
 eos_gate_write_enter(struct eos_view *v)
 {
 	pthread_rwlock_rdlock(&v->gate.writers);
 	pthread_rwlock_rdlock(&v->gate.all);
+	return !atomic_load(&v->broken);
 }
 
 void
@@ -47,10 +48,11 @@ eos_gate_write_leave(struct eos_view *v)
 	pthread_rwlock_unlock(&v->gate.writers);
 }
 
-void
+bool
 eos_gate_read_enter(struct eos_view *v)
 {
 	pthread_rwlock_rdlock(&v->gate.all);
+	return true;
 }
 
 void

@@ -510,7 +510,7 @@ eos_journal_rotate(struct eos_view *v)
 	/* a checkpoint writes records: not while a live publish or a fork holds the gate */
 	pthread_rwlock_rdlock(&v->gate.writers);
 	pthread_mutex_lock(&v->journal.rotate_lock);
-	if (v->journal.fd >= 0)
+	if (v->journal.fd >= 0 && !atomic_load(&v->broken))
 		rotate_locked(v);
 	pthread_mutex_unlock(&v->journal.rotate_lock);
 	pthread_rwlock_unlock(&v->gate.writers);

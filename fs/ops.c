@@ -679,8 +679,10 @@ op_init(void *userdata, struct fuse_conn_info *conn)
 	{                                          \
 		struct eos_view *v = view_of(req); \
                                                    \
-		eos_gate_##kind##_enter(v);        \
-		serve_##name args;                 \
+		if (eos_gate_##kind##_enter(v))    \
+			serve_##name args;         \
+		else                               \
+			fuse_reply_err(req, EIO);  \
 		eos_gate_##kind##_leave(v);        \
 	}
 
@@ -786,11 +788,10 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct eos_view *v = view_of(req);
 	bool writes = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
 
-	if (writes)
-		eos_gate_write_enter(v);
+	if (writes ? eos_gate_write_enter(v) : eos_gate_read_enter(v))
+		serve_open(req, ino, fi);
 	else
-		eos_gate_read_enter(v);
-	serve_open(req, ino, fi);
+		fuse_reply_err(req, EIO);
 	if (writes)
 		eos_gate_write_leave(v);
 	else

@@ -35,6 +35,12 @@ writable_session(struct eos_view *v, const char *what, struct eos_error *err)
 {
 	if (!v->session || v->inspect)
 		return eos_error_set(err, -EINVAL, "%s: the view is not a writable session", what);
+	if (atomic_load(&v->broken))
+		return eos_error_set(
+			err, -EIO,
+			"%s: session '%s' was published but its view could not follow: "
+			"reopen it",
+			what, v->session);
 	return 0;
 }
 
@@ -100,6 +106,8 @@ eos_view_publish_live(struct eos_view *v, struct eos_view_mount *m, const char *
 	(void)EOS_FAILPOINT("publish_live.committed");
 	eos_gate_close_all(v);
 	r = eos_view_reset(v, ret->version ? ret->version : ret->head, &iv, err);
+	if (r < 0)
+		atomic_store(&v->broken, true);
 	(void)EOS_FAILPOINT("publish_live.reset");
 	eos_gate_open(v, true);
 	eos_view_invalidate(v, &iv);

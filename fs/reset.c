@@ -19,6 +19,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/failpoint.h"
 #include "common/log.h"
 
 #include "fs/view-internal.h"
@@ -343,8 +344,11 @@ eos_view_reset(struct eos_view *v, uint64_t version, struct eos_inval *iv, struc
 {
 	struct reset rs = { .v = v, .iv = iv };
 	struct eos_tree *tree = NULL;
-	int r = eos_store_tree_open(v->store, v->sandbox, version, &tree, err), e;
+	int r = EOS_FAILPOINT("view.reset"), e;
 
+	if (r < 0)
+		return eos_error_set(err, r, "failpoint 'view.reset'");
+	r = eos_store_tree_open(v->store, v->sandbox, version, &tree, err);
 	if (r < 0)
 		return r;
 	r = collect(&rs);

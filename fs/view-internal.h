@@ -173,6 +173,9 @@ struct eos_view {
 	struct eos_hashmap links; /* be64 link group → members at the version (links.c) */
 	_Atomic uint64_t freed;	  /* nodes freed since the last eos_view_tidy() gave memory back */
 	struct eos_gate gate;	  /* live publish and fork (gate.c) */
+	/* a live publish committed but the view could not follow: changes are refused (EIO) and
+	 * nothing is written again, the store's session is the truth (reopen the view) */
+	atomic_bool broken;
 	pthread_mutex_t mounts_lock;
 	struct eos_view_mount **mounts; /* every mount serving the view (fs/ops.c) */
 	size_t nmounts, mounts_cap;
@@ -364,11 +367,12 @@ bool eos_flusher_checkpoint(struct eos_view *v, const uint64_t *inos, size_t n);
 /* gate.c */
 void eos_gate_init(struct eos_gate *g);
 void eos_gate_destroy(struct eos_gate *g);
-/* A request that changes the view: enter before, leave after its reply. */
-void eos_gate_write_enter(struct eos_view *v);
+/* A request that changes the view: enter before, leave after its reply (also when enter says
+ * false: the view is broken, refuse the request with EIO). */
+bool eos_gate_write_enter(struct eos_view *v);
 void eos_gate_write_leave(struct eos_view *v);
-/* Any other request. */
-void eos_gate_read_enter(struct eos_view *v);
+/* Any other request (always true). */
+bool eos_gate_read_enter(struct eos_view *v);
 void eos_gate_read_leave(struct eos_view *v);
 /* Stop the requests that change the view (and the flusher); wait for those running. */
 void eos_gate_close_writers(struct eos_view *v);

@@ -296,7 +296,7 @@ eos_view_close(struct eos_view *v)
 	if (!v)
 		return;
 	eos_flusher_stop(v);
-	if (v->session && !v->inspect && eos_node_get(v, EOS_ROOT_INO))
+	if (v->session && !v->inspect && !atomic_load(&v->broken) && eos_node_get(v, EOS_ROOT_INO))
 		persisted = eos_view_persist(v, true, NULL) == 0;
 	/* every record written: the journal is not needed any more (else the next mount replays) */
 	eos_journal_release(v, persisted);

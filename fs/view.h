@@ -204,7 +204,8 @@ int eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_er
  * On REJECTED, or any error before the commit, the session is exactly as it was. owner NULL:
  * "workspace_session:<session>". ret is released by the caller: it is filled whenever the gate
  * decided, also when the view then failed to follow (a negative return with ret->status
- * PUBLISHED: the publish is in the store and the session reset there; reopen the view). Must not
+ * PUBLISHED: the publish is in the store and the session reset there; the view then refuses changes
+ * with EIO and writes nothing more: reopen it). Must not
  * be called from a request of v's mounts (it waits for them), nor beside eos_view_close();
  * publishes and forks of one view run one after the other. Order of the writes and what a crash
  * leaves: doc/fs.md, "Live publish and fork".

@@ -366,8 +366,8 @@ lv_check_clean(const char *session)
 
 /* --- crash children --------------------------------------------------------------------------- */
 
-static void
-unmount_dead(const char *mnt)
+void
+lv_unmount_dead(const char *mnt)
 {
 	cleanup_free char *cmd = NULL;
 
@@ -393,8 +393,29 @@ lv_run_child(const char *failpoint, const char *mode, const char *mnt)
 		_exit(127);
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	unmount_dead(mnt);
+	lv_unmount_dead(mnt);
 	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
 		      "'%s': the child ended with status %d instead of being killed", failpoint,
 		      status);
+}
+
+int
+lv_child_mount(const char *dir, const char *mnt)
+{
+	struct eos_view_options o = { .sandbox = SBX, .session = "s1", .create = true };
+	struct eos_error err = { 0 };
+	int r = eos_store_open(dir, NULL, &st, &err);
+
+	o.store = st;
+	r = r ?: eos_view_open(&o, &lv.v, &err);
+	r = r ?: eos_view_mount(lv.v, mnt, NULL, &lv.m, &err);
+	if (r < 0) {
+		fprintf(stderr, "child: mount '%s': %s\n", mnt, eos_error_message(&err, r));
+		return r;
+	}
+	if (pthread_create(&lv.server, NULL, lv_serve_main, lv.m) != 0) {
+		fprintf(stderr, "child: cannot start the server thread\n");
+		return -EAGAIN;
+	}
+	return 0;
 }

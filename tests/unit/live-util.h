@@ -82,6 +82,11 @@ void lv_check_clean(const char *session);
  * EOS_FAILPOINTS=failpoint=kill, wait for it to be SIGKILLed there, and detach its dead mount.
  */
 void lv_run_child(const char *failpoint, const char *mode, const char *mnt);
+/* In a crash child (no Check there): open the store at dir, mount s1 at mnt and serve it (lv);
+ * 0, or -errno with the reason on stderr. */
+int lv_child_mount(const char *dir, const char *mnt);
+/* Detach the mount of a killed server (umount2 as root, else fusermount3 -uz). */
+void lv_unmount_dead(const char *mnt);
 /* Session name (unmounted) removes file dir/file and publishes. */
 void lv_other_removes(const char *name, const char *dir, const char *file);
 /* Start appending 8-byte lines "w%06u\n" to rel through the mount. */

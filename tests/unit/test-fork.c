@@ -198,18 +198,11 @@ static const struct {
 static int
 fork_child(const char *dir, const char *mnt)
 {
-	struct eos_view_options o = { .sandbox = SBX, .session = "s1", .create = true };
 	struct eos_error err = { 0 };
 	char path[4096];
 	int fd, r;
 
-	if ((r = eos_store_open(dir, NULL, &st, &err)) < 0)
-		return fprintf(stderr, "fork child: %s\n", eos_error_message(&err, r)), 2;
-	o.store = st;
-	if ((r = eos_view_open(&o, &lv.v, &err)) < 0 ||
-	    (r = eos_view_mount(lv.v, mnt, NULL, &lv.m, &err)) < 0)
-		return fprintf(stderr, "fork child: %s\n", eos_error_message(&err, r)), 2;
-	if (pthread_create(&lv.server, NULL, lv_serve_main, lv.m) != 0)
+	if (lv_child_mount(dir, mnt) < 0)
 		return 2;
 	snprintf(path, sizeof(path), "%s/a.txt", mnt);
 	fd = open(path, O_RDWR | O_CLOEXEC);

@@ -118,6 +118,54 @@ START_TEST(test_merge_shows_merged_file)
 }
 END_TEST
 
+#if EOS_FAILPOINTS_COMPILED
+/* The view cannot follow a committed publish: it refuses changes, writes nothing, and the
+ * session reopens empty on the new head. */
+START_TEST(test_reset_failure_breaks_view)
+{
+	struct eos_publish_result res;
+	struct eos_error err = { 0 };
+	cleanup_free char *p = NULL;
+	char buf[256];
+	int r;
+
+	lv_start("s1");
+	lv_mnt_write("a.txt", "mine\n");
+	ck_assert_int_eq(eos_failpoint_arm("view.reset", -EIO), 0);
+	r = eos_view_publish_live(lv.v, lv.m, NULL, &res, &err);
+	eos_failpoint_arm("view.reset", 0);
+	ck_assert_int_eq(r, -EIO);
+	ck_assert_int_eq(res.status, EOS_PUBLISH_PUBLISHED);
+	eos_publish_result_release(&res);
+	p = lv_mnt_path("b.txt");
+	ck_assert_int_lt(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), 0);
+	ck_assert_int_eq(errno, EIO);
+	ck_assert_str_eq(lv_mnt_read("a.txt", buf, sizeof(buf)), "mine\n"); /* reads go on */
+	ck_assert_int_eq(eos_view_publish_live(lv.v, lv.m, NULL, &res, NULL), -EIO);
+	lv_stop();
+	lv_check_clean("s1");
+	lv.v = lv_view_open("s1", false);
+	ck_assert_uint_eq(eos_view_version(lv.v), lv_head_of());
+	ck_assert_uint_eq(lv_delta_entries(lv.v), 0);
+	ck_assert_str_eq(tv_read_all(lv.v, "a.txt", buf, sizeof(buf)), "mine\n");
+	eos_view_close(lv.v);
+	lv.v = NULL;
+}
+END_TEST
+
+static void
+add_failpoint_tests(TCase *tc)
+{
+	tcase_add_test(tc, test_reset_failure_breaks_view);
+}
+#else
+static void
+add_failpoint_tests(TCase *tc)
+{
+	(void)tc;
+}
+#endif
+
 /* A hard-linked file written through one name: both names show the bytes after the reset. */
 START_TEST(test_hard_links)
 {
@@ -287,20 +335,13 @@ crash_fail(const char *what, const struct eos_error *err, int r)
 static int
 crash_child(const char *dir, const char *mnt)
 {
-	struct eos_view_options o = { .sandbox = SBX, .session = "s1", .create = true };
 	struct eos_publish_result res;
 	struct eos_error err = { 0 };
 	char path[4096];
 	int fd, r;
 
-	if ((r = eos_store_open(dir, NULL, &st, &err)) < 0)
-		return crash_fail("open the store", &err, r);
-	o.store = st;
-	if ((r = eos_view_open(&o, &lv.v, &err)) < 0 ||
-	    (r = eos_view_mount(lv.v, mnt, NULL, &lv.m, &err)) < 0)
-		return crash_fail("mount", &err, r);
-	if (pthread_create(&lv.server, NULL, lv_serve_main, lv.m) != 0)
-		return crash_fail("serve", NULL, 0);
+	if (lv_child_mount(dir, mnt) < 0)
+		return 2;
 	snprintf(path, sizeof(path), "%s/a.txt", mnt);
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0 || pwrite(fd, "CRASH", 5, 0) != 5)
@@ -342,6 +383,100 @@ START_TEST(test_kill_during_publish)
 }
 END_TEST
 
+/*
+ * The child for kills at random moments: mount s1, say so on fd 3, then publish live over and
+ * over until killed. The writer is the parent: a process killed while it waits on its own
+ * mount's answer would never exit (the thread that was to answer is gone).
+ */
+static int
+loop_child(const char *dir, const char *mnt)
+{
+	struct eos_publish_result res;
+	struct eos_error err = { 0 };
+	int r;
+
+	if (lv_child_mount(dir, mnt) < 0 || write(3, "m", 1) != 1)
+		return 2;
+	for (;;) {
+		if ((r = eos_view_publish_live(lv.v, lv.m, NULL, &res, &err)) < 0)
+			return crash_fail("publish", &err, r);
+		eos_publish_result_release(&res);
+	}
+}
+
+/* Start the loop child, append `lines` lines through its mount, kill it (wherever its publishes
+ * are by then). Returns the number of lines the file has now, every one acknowledged. */
+static size_t
+append_then_kill(const char *mnt, unsigned lines)
+{
+	cleanup_free char *path = NULL;
+	int p[2], status, fd;
+	struct stat s;
+	char c;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(p[1], 3); /* without O_CLOEXEC: the exec'd child writes to it */
+		execl("/proc/self/exe", "loop-child", "loop-child", store_dir, mnt, NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], &c, 1), 1); /* mounted */
+	close(p[0]);
+	ck_assert_int_ge(asprintf(&path, "%s/log.txt", mnt), 0);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &s), 0);
+	for (unsigned i = 0; i < lines; i++) {
+		char line[32];
+
+		snprintf(line, sizeof(line), "w%06u\n", (unsigned)(s.st_size / 8) + i);
+		ck_assert_int_eq(write(fd, line, 8), 8);
+	}
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	close(fd);
+	lv_unmount_dead(mnt);
+	ck_assert_msg(WIFSIGNALED(status), "the loop child exited with status %d", status);
+	return (size_t)s.st_size / 8 + lines;
+}
+
+/* Killed wherever its publishes are (staging, committing, resetting, invalidating): every
+ * acknowledged line is in the session's view, in order, after each of several kills. */
+START_TEST(test_kill_at_random_moments)
+{
+	static const unsigned LINES[] = { 7, 40, 23, 90 };
+	cleanup_free char *mnt = eos_test_tmpdir("live-loop");
+	static char buf[1 << 16];
+	struct eos_error err = { 0 };
+
+	for (size_t k = 0; k < EOS_ARRAY_SIZE(LINES); k++) {
+		struct eos_view *v;
+		size_t acked, len;
+
+		eos_store_close(st);
+		acked = append_then_kill(mnt, LINES[k]);
+		ck_ok(eos_store_open(store_dir, NULL, &st, &err), err);
+		v = lv_view_open("s1", false);
+		len = strlen(tv_read_all(v, "log.txt", buf, sizeof(buf)));
+		eos_view_close(v);
+		ck_assert_msg(len == acked * 8, "kill %zu: %zu bytes, %zu lines acknowledged", k,
+			      len, acked);
+		for (size_t n = 0; n < acked; n++) {
+			char line[32];
+
+			snprintf(line, sizeof(line), "w%06zu\n", n);
+			ck_assert_msg(memcmp(buf + n * 8, line, 8) == 0, "line %zu is lost", n);
+		}
+	}
+	lv_check_clean("s1");
+	rmdir(mnt);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -349,14 +484,16 @@ suite(void)
 	TCase *tc = tcase_create("live");
 
 	tcase_add_checked_fixture(tc, lv_setup, lv_teardown);
-	tcase_set_timeout(tc, 120);
+	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_open_file_survives_publish);
 	tcase_add_test(tc, test_rejected_keeps_session);
 	tcase_add_test(tc, test_merge_shows_merged_file);
 	tcase_add_test(tc, test_namespace_after_reset);
 	tcase_add_test(tc, test_writeback_publish);
 	tcase_add_test(tc, test_hard_links);
+	add_failpoint_tests(tc);
 	tcase_add_test(tc, test_two_mounts);
+	tcase_add_test(tc, test_kill_at_random_moments);
 	if (EOS_FAILPOINTS_COMPILED)
 		tcase_add_loop_test(tc, test_kill_during_publish, 0, (int)EOS_ARRAY_SIZE(CRASHES));
 	suite_add_tcase(s, tc);
@@ -368,5 +505,7 @@ main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "crash-child") == 0)
 		return crash_child(argv[2], argv[3]);
+	if (argc == 4 && strcmp(argv[1], "loop-child") == 0)
+		return loop_child(argv[2], argv[3]);
 	return eos_test_run(suite());
 }
