@@ -49,3 +49,4 @@ bench-churn: bench/fs-churn fs/eosfs cli/eos-store
 .PHONY: bench-daemon
 bench-daemon: supervisor/eosd
 	EOS_BUILD_DIR='$(abs_top_builddir)' $(SHELL) $(top_srcdir)/bench/daemon $(BENCH_DAEMON_FLAGS)
+include bench/fork.mk
