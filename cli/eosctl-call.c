@@ -81,7 +81,7 @@ endpoint_from_state(struct call *c, struct eos_error *err)
 	struct eosctl_daemon_info info = { 0 };
 	int r = eosctl_daemon_info_read(c->state, &info, err);
 
-	if (r == -ENOENT && !c->started) {
+	if ((r == -ENOENT || r == -ESRCH) && !c->started) {
 		if ((r = eosctl_daemon_autostart(c->state, err)) < 0)
 			return r;
 		c->started = true;

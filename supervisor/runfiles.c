@@ -11,9 +11,14 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+
+enum {
+	LOCK_WAIT_MS = 10000, /* for a killed eosd whose last threads are still exiting */
+};
 
 int
 eosd_runfiles_mkdirs(const char *path, struct eos_error *err)
@@ -56,38 +61,108 @@ lock_holder(int fd)
 	return errno || end == buf || pid <= 0 ? 0 : pid;
 }
 
+/*
+ * Whether pid is a process whose threads have all been told to exit: gone, or its leader a
+ * zombie. A SIGKILLed eosd's leader turns zombie before its other threads are done (one may sit
+ * in a FUSE or RocksDB call), and its files (eosd.lock, the listening socket) stay open until the
+ * last thread has gone, so its lock is still held for a moment.
+ */
+static bool
+pid_exiting(long pid)
+{
+	char path[64], stat[256] = "";
+	cleanup_fclose FILE *f = NULL;
+	const char *paren;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if (!(f = fopen(path, "re")))
+		return errno == ENOENT;
+	if (!fgets(stat, sizeof(stat), f) || !(paren = strrchr(stat, ')')))
+		return false;
+	return paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+/* Take the flock, waiting up to LOCK_WAIT_MS while its holder is an eosd being killed. */
+static int
+take_lock(int fd, long *ret_holder)
+{
+	struct timespec step = { 0, 10 * 1000000L };
+
+	for (int ms = 0;; ms += 10) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK)
+			return eos_neg_errno();
+		*ret_holder = lock_holder(fd);
+		if (ms >= LOCK_WAIT_MS || *ret_holder <= 0 || !pid_exiting(*ret_holder))
+			return -EBUSY;
+		nanosleep(&step, NULL);
+	}
+}
+
 int
 eosd_runfiles_lock(const char *state_dir, int *ret_fd, struct eos_error *err)
 {
 	cleanup_free char *path = NULL;
 	cleanup_close int fd = -1;
 	char text[32];
-	int n;
+	long pid = 0;
+	int n, r;
 
 	if (asprintf(&path, "%s/eosd.lock", state_dir) < 0)
 		return -ENOMEM;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return eos_error_set(err, eos_neg_errno(), "open '%s': %m", path);
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		long pid;
-
-		if (errno != EWOULDBLOCK)
-			return eos_error_set(err, eos_neg_errno(), "lock '%s': %m", path);
-		pid = lock_holder(fd);
-		if (pid > 0)
-			return eos_error_set(err, -EBUSY,
-					     "eosd is already running for '%s' (pid %ld)",
-					     state_dir, pid);
+	r = take_lock(fd, &pid);
+	if (r == -EBUSY && pid > 0)
+		return eos_error_set(err, -EBUSY, "eosd is already running for '%s' (pid %ld)",
+				     state_dir, pid);
+	if (r == -EBUSY)
 		return eos_error_set(err, -EBUSY, "eosd is already running for '%s'", state_dir);
-	}
+	if (r < 0)
+		return eos_error_set(err, r, "lock '%s': %s", path, strerror(-r));
 	n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, text, (size_t)n, 0) != n)
 		return eos_error_set(err, eos_neg_errno(), "write '%s': %m", path);
+	/* Ours now: an eosd.json left here is a killed eosd's, and must not be taken for ours. */
+	eosd_runfiles_remove(state_dir);
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }
 
+/* Write all of text to fd. */
+static int
+write_all(int fd, const char *text, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, text, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? eos_neg_errno() : -EIO;
+		text += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* fsync the directory at path, so that a rename in it is on disk. */
+static int
+fsync_dir(const char *path)
+{
+	cleanup_close int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 || fsync(fd) < 0)
+		return eos_neg_errno();
+	return 0;
+}
+
+/*
+ * The temporary file is named for this process, so that no other writer (an eosd still being
+ * killed, a second eosd of a broken lock) can truncate or rewrite the file after our rename.
+ */
 int
 eosd_runfiles_write(const char *state_dir, const char *socket, const char *tcp,
 		    struct eos_error *err)
@@ -95,19 +170,31 @@ eosd_runfiles_write(const char *state_dir, const char *socket, const char *tcp,
 	EOS_CLEANUP(json_decrefp) json_t *doc = NULL;
 	cleanup_free char *path = NULL, *tmp = NULL, *text = NULL;
 	cleanup_close int fd = -1;
+	int r;
 
 	doc = json_pack("{s:I, s:s, s:o, s:s}", "pid", (json_int_t)getpid(), "socket", socket,
 			"tcp", tcp ? json_string(tcp) : json_null(), "version", PACKAGE_VERSION);
 	if (!doc || !(text = json_dumps(doc, JSON_COMPACT)) ||
 	    asprintf(&path, "%s/eosd.json", state_dir) < 0 ||
-	    asprintf(&tmp, "%s/.eosd.json.tmp", state_dir) < 0)
+	    asprintf(&tmp, "%s/.eosd.json.%ld.tmp", state_dir, (long)getpid()) < 0)
 		return -ENOMEM;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text) ||
-	    write(fd, "\n", 1) != 1)
-		return eos_error_set(err, eos_neg_errno(), "write '%s': %m", tmp);
-	if (rename(tmp, path) < 0)
-		return eos_error_set(err, eos_neg_errno(), "rename '%s': %m", tmp);
+	r = fd < 0 ? eos_neg_errno() : write_all(fd, text, strlen(text));
+	r = r < 0 ? r : write_all(fd, "\n", 1);
+	if (r == 0 && fsync(fd) < 0)
+		r = eos_neg_errno();
+	if (r < 0) {
+		(void)unlink(tmp);
+		return eos_error_set(err, r, "write '%s': %s", tmp, strerror(-r));
+	}
+	if (rename(tmp, path) < 0) {
+		r = eos_neg_errno();
+		(void)unlink(tmp);
+		return eos_error_set(err, r, "rename '%s': %s", tmp, strerror(-r));
+	}
+	r = fsync_dir(state_dir);
+	if (r < 0)
+		return eos_error_set(err, r, "fsync '%s': %s", state_dir, strerror(-r));
 	return 0;
 }
 
