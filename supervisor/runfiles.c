@@ -10,14 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/statedir.h"
 
 enum {
 	LOCK_WAIT_MS = 10000, /* for a killed eosd whose last threads are still exiting */
+	STUCK_MS = 500,	      /* then abort its FUSE connections */
 };
 
 int
@@ -82,7 +85,83 @@ pid_exiting(long pid)
 	return paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
-/* Take the flock, waiting up to LOCK_WAIT_MS while its holder is an eosd being killed. */
+/* Undo mountinfo's octal escapes (\040 for a space) in place. */
+static void
+unescape_octal(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+/*
+ * Abort the FUSE connection of the mount at mnt (device "maj:min"): through the fuse control
+ * filesystem when it is mounted (the mount's owner may write its abort file), else, as root,
+ * with umount2(MNT_FORCE), which aborts the connection whether or not the unmount succeeds.
+ * The mount itself is never touched: a request to a dead one would hang us too.
+ */
+static void
+abort_mount(const char *mnt, const char *majmin)
+{
+	const char *minor = strchr(majmin, ':');
+	char path[128];
+	cleanup_close int fd = -1;
+
+	if (minor) {
+		snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%s/abort", minor + 1);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd >= 0 && write(fd, "1", 1) == 1)
+			return;
+	}
+	if (geteuid() == 0)
+		(void)umount2(mnt, MNT_FORCE);
+}
+
+/*
+ * A SIGKILLed eosd can be stuck exiting for good: a thread of its own (a file operation in a
+ * session) waits, uninterruptibly, for the answer to a FUSE request that its dead server threads
+ * had already read, and the connection closes only when that last thread has gone. Abort the
+ * connections of the FUSE mounts under <runtime>/sessions/ (they are the killed eosd's: it still
+ * holds the lock) so that it can finish.
+ */
+static void
+abort_session_mounts(void)
+{
+	cleanup_free char *runtime = NULL, *prefix = NULL, *line = NULL;
+	cleanup_fclose FILE *f = NULL;
+	size_t cap = 0, plen;
+
+	if (eos_default_runtime_dir(&runtime) < 0 ||
+	    asprintf(&prefix, "%s/sessions/", runtime) < 0 ||
+	    !(f = fopen("/proc/self/mountinfo", "re")))
+		return;
+	plen = strlen(prefix);
+	while (getline(&line, &cap, f) > 0) {
+		char majmin[32], mnt[4096], fstype[64];
+		const char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(line, "%*s %*s %31s %*s %4095s", majmin, mnt) != 2 ||
+		    sscanf(sep + 3, "%63s", fstype) != 1 || strncmp(fstype, "fuse", 4) != 0)
+			continue;
+		unescape_octal(mnt);
+		if (strncmp(mnt, prefix, plen) == 0)
+			abort_mount(mnt, majmin);
+	}
+}
+
+/*
+ * Take the flock, waiting up to LOCK_WAIT_MS while its holder is an eosd being killed; after
+ * STUCK_MS of that, abort its FUSE connections once (abort_session_mounts).
+ */
 static int
 take_lock(int fd, long *ret_holder)
 {
@@ -96,6 +175,8 @@ take_lock(int fd, long *ret_holder)
 		*ret_holder = lock_holder(fd);
 		if (ms >= LOCK_WAIT_MS || *ret_holder <= 0 || !pid_exiting(*ret_holder))
 			return -EBUSY;
+		if (ms == STUCK_MS)
+			abort_session_mounts();
 		nanosleep(&step, NULL);
 	}
 }
@@ -115,6 +196,13 @@ eosd_runfiles_lock(const char *state_dir, int *ret_fd, struct eos_error *err)
 	if (fd < 0)
 		return eos_error_set(err, eos_neg_errno(), "open '%s': %m", path);
 	r = take_lock(fd, &pid);
+	if (r == -EBUSY && pid > 0 && pid_exiting(pid))
+		return eos_error_set(
+			err, -EBUSY,
+			"eosd (pid %ld) for '%s' was killed and cannot finish exiting (a "
+			"request to its own FUSE mount): abort its connections (as root: "
+			"umount -f each mount of its sessions)",
+			pid, state_dir);
 	if (r == -EBUSY && pid > 0)
 		return eos_error_set(err, -EBUSY, "eosd is already running for '%s' (pid %ld)",
 				     state_dir, pid);

@@ -9,7 +9,12 @@
 # whole delta, its dead FUSE mounts detached and remounted (its extra mount too), and
 # inspect_workspace_session reports it live with its delta; after each kind, with eosd stopped,
 # `eos-store fsck` is clean. Operations go through curl on eosd's socket; restarts through eosctl.
-# As root, and again as the unprivileged user.
+# As root, and again as the unprivileged user. EOS_RESTART_KINDS picks some of the kinds.
+#
+# A kill during a file_write in a session can leave the killed eosd stuck exiting (its own thread
+# waits for a FUSE answer its dead server threads will never send); the next eosd aborts those
+# connections, which needs root or the fuse control filesystem: without either, the write burst
+# is skipped.
 
 # Helpers run only through `check` or in the background, which shellcheck cannot follow.
 # shellcheck disable=SC2317
@@ -21,6 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/fs-lib.sh"
 
 EOSCTL_BIN=$top_builddir/cli/eosctl
 RUNS=${EOS_RESTART_RUNS:-5}
+KINDS=${EOS_RESTART_KINDS:-import publish squash fork write}
 
 require_eos_store
 tap_tmpdir
@@ -299,7 +305,12 @@ main() {
 	local kind i
 	setup
 	measure_import
-	for kind in import publish squash fork write; do
+	for kind in $KINDS; do
+		if [[ $kind == write ]] && ((EUID != 0)) &&
+			! awk '$3 == "fusectl" { found = 1 } END { exit !found }' /proc/self/mounts; then
+			ok "kills during a file_write burst # SKIP needs root or fusectl mounted"
+			continue
+		fi
 		for ((i = 1; i <= RUNS; i++)); do
 			"round_$kind" "$i" ||
 				{ not_ok "$kind $i: the round could not run" && diag "$(cat "$T/body")"; }
