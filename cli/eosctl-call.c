@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -23,6 +24,7 @@
 enum {
 	DEFAULT_TIMEOUT_MS = 120000,
 	SPINNER_AFTER_MS = 300,
+	DYING_WAIT_MS = 5000, /* for a killed eosd to finish exiting */
 };
 
 struct call {
@@ -75,13 +77,41 @@ fail(const struct call *c, const char *kind, const struct eos_error *err, int r)
 
 /* --- where eosd is ---------------------------------------------------------------------------- */
 
+/*
+ * eosd.json names an eosd that does not answer its health check: when that eosd is exiting (a
+ * SIGKILLed one whose socket still accepts until its last thread has gone), wait until it is no
+ * live eosd (eosctl_daemon_info_read() then fails) and return true; false if it stays.
+ */
+static bool
+dying(const char *state, struct eosctl_daemon_info *info)
+{
+	struct timespec step = { 0, 20 * 1000000L };
+
+	if (eosctl_daemon_answers(info))
+		return false;
+	for (int ms = 0; ms < DYING_WAIT_MS; ms += 20) {
+		struct eosctl_daemon_info now = { 0 };
+		int r = eosctl_daemon_info_read(state, &now, NULL);
+
+		eosctl_daemon_info_release(&now);
+		if (r == -ENOENT || r == -ESRCH)
+			return true;
+		nanosleep(&step, NULL);
+	}
+	return false;
+}
+
 static int
 endpoint_from_state(struct call *c, struct eos_error *err)
 {
 	struct eosctl_daemon_info info = { 0 };
 	int r = eosctl_daemon_info_read(c->state, &info, err);
 
-	if (r == -ENOENT && !c->started) {
+	if (r == 0 && !c->started && dying(c->state, &info)) {
+		eosctl_daemon_info_release(&info);
+		r = -ESRCH;
+	}
+	if ((r == -ENOENT || r == -ESRCH) && !c->started) {
 		if ((r = eosctl_daemon_autostart(c->state, err)) < 0)
 			return r;
 		c->started = true;

@@ -71,6 +71,27 @@ eosctl_daemon_state_dir(const struct eosctl_cmd *cmd, char **ret, struct eos_err
 	return 0;
 }
 
+/* Whether pid is alive (not a zombie) and is an eosd. */
+static bool
+pid_is_eosd(long pid)
+{
+	char path[64], comm[64] = "", stat[256] = "";
+	cleanup_fclose FILE *f = NULL;
+	cleanup_fclose FILE *s = NULL;
+	const char *paren;
+
+	if (pid <= 0 || kill((pid_t)pid, 0) < 0)
+		return pid > 0 && errno == EPERM;
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	if ((f = fopen(path, "re")) && fgets(comm, sizeof(comm), f))
+		comm[strcspn(comm, "\n")] = '\0';
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if ((s = fopen(path, "re")) && fgets(stat, sizeof(stat), s) &&
+	    (paren = strrchr(stat, ')')) && paren[1] == ' ' && paren[2] == 'Z')
+		return false;
+	return strcmp(comm, "eosd") == 0;
+}
+
 int
 eosctl_daemon_info_read(const char *state, struct eosctl_daemon_info *info, struct eos_error *err)
 {
@@ -91,6 +112,13 @@ eosctl_daemon_info_read(const char *state, struct eosctl_daemon_info *info, stru
 	version = json_string_value(json_object_get(j, "version"));
 	if (!json_is_integer(json_object_get(j, "pid")) || !sock)
 		return eos_error_set(err, -EBADMSG, "'%s': no pid or socket", path);
+	/*
+	 * A SIGKILLed eosd leaves its eosd.json, and its socket keeps accepting connections (that
+	 * nobody answers) until its last thread has exited: never take that eosd for a live one.
+	 */
+	if (!pid_is_eosd((long)json_integer_value(json_object_get(j, "pid"))))
+		return eos_error_set(err, -ESRCH, "eosd is not running (stale '%s', pid %ld)", path,
+				     (long)json_integer_value(json_object_get(j, "pid")));
 	*info = (struct eosctl_daemon_info){ .pid = (long)json_integer_value(
 						     json_object_get(j, "pid")) };
 	info->socket = strdup(sock);
@@ -153,27 +181,6 @@ eosctl_daemon_answers(const struct eosctl_daemon_info *info)
 	eosctl_http_response_release(&resp);
 	eosctl_endpoint_release(&ep);
 	return ok;
-}
-
-/* Whether pid is alive (not a zombie) and is an eosd. */
-static bool
-pid_is_eosd(long pid)
-{
-	char path[64], comm[64] = "", stat[256] = "";
-	cleanup_fclose FILE *f = NULL;
-	cleanup_fclose FILE *s = NULL;
-	const char *paren;
-
-	if (pid <= 0 || kill((pid_t)pid, 0) < 0)
-		return pid > 0 && errno == EPERM;
-	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-	if ((f = fopen(path, "re")) && fgets(comm, sizeof(comm), f))
-		comm[strcspn(comm, "\n")] = '\0';
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	if ((s = fopen(path, "re")) && fgets(stat, sizeof(stat), s) &&
-	    (paren = strrchr(stat, ')')) && paren[1] == ' ' && paren[2] == 'Z')
-		return false;
-	return strcmp(comm, "eosd") == 0;
 }
 
 /* --- starting --------------------------------------------------------------------------------- */
