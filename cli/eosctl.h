@@ -150,7 +150,10 @@ void eosctl_daemon_info_release(struct eosctl_daemon_info *info);
 
 /* The state directory: --state-dir, else eos_default_state_dir(), made absolute. */
 int eosctl_daemon_state_dir(const struct eosctl_cmd *cmd, char **ret, struct eos_error *err);
-/* Read <state>/eosd.json; -ENOENT when there is none (no eosd, or one that exited cleanly). */
+/*
+ * Read <state>/eosd.json; -ENOENT when there is none (no eosd, or one that exited cleanly),
+ * -ESRCH when the pid it names is no live eosd (a stale file a killed eosd left).
+ */
 int eosctl_daemon_info_read(const char *state, struct eosctl_daemon_info *info,
 			    struct eos_error *err);
 /* The token for surface s: --token-file, else <state>/tokens/<surface>. Caller owns *ret. */
