@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -428,6 +429,31 @@ raise_fd_limit(void)
 	}
 }
 
+/*
+ * What the serving child says on fd: "ok\n" as soon as every mount is live, else its error
+ * messages until it exits (end of file: it has torn everything down and closed the store).
+ */
+static ssize_t
+read_report(int fd, char *buf, size_t size)
+{
+	size_t have = 0;
+	ssize_t n;
+
+	while (have < size && (n = read(fd, buf + have, size - have)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		have += (size_t)n;
+		if (have == 3 && memcmp(buf, "ok\n", 3) == 0)
+			break;
+	}
+	/* a report longer than buf: drain the rest, so the wait is for the child's exit */
+	while (have == size && read(fd, (char[256]){ 0 }, 256) > 0)
+		;
+	return (ssize_t)have;
+}
+
 /* Without -f: the parent waits until the child mounted everything (or failed) and exits. */
 static int
 daemonize(struct eosfs *e)
@@ -443,13 +469,15 @@ daemonize(struct eosfs *e)
 	}
 	if (pid > 0) {
 		close(fds[1]);
-		n = read(fds[0], buf, sizeof(buf) - 1);
+		n = read_report(fds[0], buf, sizeof(buf));
 		if (n == 3 && memcmp(buf, "ok\n", 3) == 0)
 			exit(0);
 		if (n > 0)
 			fwrite(buf, 1, (size_t)n, stderr);
 		else
 			fputs("eosfs: the serving process died while mounting\n", stderr);
+		/* the child has closed the store: a command run next finds it free */
+		waitpid(pid, NULL, 0);
 		exit(1);
 	}
 	close(fds[0]);
