@@ -52,6 +52,16 @@ setup() {
 	check "mount a session" fs_mount "$M" "$S" full s1
 }
 
+# Wait (up to 20 s) until the view's df shows at least $1 bytes available.
+wait_for_room() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		(($(stat -f -c '%a * %S' "$M") >= $1)) && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 test_fill_through_view() {
 	in_view "dd if=/dev/zero of='$M/fill' bs=1M count=200 status=none"
 	expect_enospc "a 200 MiB write into the view stops with ENOSPC"
@@ -67,6 +77,9 @@ test_fill_through_view() {
 	check "chmod works above the hard reserve" chmod 0700 "$M/two.txt"
 	check "rm of the big file works" rm "$M/fill"
 	check "rm of a lower file works" rm "$M/big.bin"
+	# close(2) returns before the kernel releases the file (FUSE sends RELEASE after it): the
+	# view frees a removed file's data when the release comes
+	check "the space of the removed files comes back" wait_for_room $((2 << 20))
 	in_view "head -c 1048576 /dev/urandom >'$M/newdir/after.bin' && cp '$M/newdir/after.bin' '$T/after.bin'"
 	expect_rc 0 "after rm, a 1 MiB write works again"
 	check "the new file reads back" cmp "$M/newdir/after.bin" "$T/after.bin"
