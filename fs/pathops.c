@@ -577,9 +577,11 @@ write_resolve(struct walk *w, struct replace *rp, char name[static EOS_NAME_MAX 
 
 		if (r == 0 && !name[0])
 			r = -EISDIR;
-		r = r ?: eos_fs_lookup(w->v, walk_top(w), name, &c);
+		if (r < 0)
+			return r;
+		r = eos_fs_lookup(w->v, walk_top(w), name, &c);
 		if (r == -ENOENT)
-			return 0;
+			return 0; /* a new file */
 		if (r < 0)
 			return r;
 		if (!S_ISLNK(c->mode)) {
