@@ -235,3 +235,71 @@ int eos_view_fork(struct eos_view *v, const char *new_session, struct eos_error 
  */
 int eos_view_publish(struct eos_store *st, const char *sandbox, const char *session,
 		     const char *owner, struct eos_publish_result *ret, struct eos_error *err);
+
+/* --- path operations for a host (fs/pathops.c) ------------------------------------------------ */
+
+/*
+ * A process that serves a view (eosd) reads and writes it through these calls, never through
+ * syscalls on a mount of its own: such a syscall would wait on the process's own server threads
+ * (a SIGKILL then leaves it unkillable) and at the view's live-publish gate.
+ *
+ * Paths are relative to the view's root ("" is the root): -EINVAL refuses an absolute one or one
+ * with a ".." component. They are resolved component by component inside the view; a symlink on
+ * the way (or at the end: read, list, stat and write all follow it) is followed only while it
+ * stays inside the view: an absolute target, or one whose ".." climbs above the root, is refused
+ * with -EXDEV naming the path; more than 40 symlinks give -ELOOP. Other errors: -ENOENT (missing),
+ * -ENOTDIR (a file on the way, or listed), -EISDIR (a directory read or written as a file),
+ * -EINVAL (not a regular file), -EIO (the view is broken: reopen it). err names the path.
+ *
+ * Reads and listings wait only while a live publish resets the nodes. Writes enter the gate as a
+ * FUSE write does: during a live publish they wait (never fail) and land in the new delta. No
+ * call may be made from a request of one of the view's mounts (it could wait for that request).
+ * After a write, every mount's kernel caches of the entry and its inodes are invalidated, so a
+ * process reading through any mount sees the new bytes.
+ */
+
+/* The attributes of path (symlinks followed), as a mount shows them with identity owners. */
+struct stat;
+int eos_view_path_stat(struct eos_view *v, const char *path, struct stat *st,
+		       struct eos_error *err);
+
+/* Read up to size bytes of regular file path from off into buf: the bytes read (fewer only at
+ * the end of the file; 0 at or past it), or -errno. */
+ssize_t eos_view_path_read(struct eos_view *v, const char *path, uint64_t off, void *buf,
+			   size_t size, struct eos_error *err);
+
+enum eos_view_write_flags {
+	EOS_VIEW_WRITE_PARENTS = 1 << 0, /* create missing parent directories (0755) */
+};
+
+/*
+ * Replace the whole content of regular file path with data[len], creating it (0644) when missing.
+ * The bytes are written into a new node beside it, which is then renamed over path (each step
+ * recorded as a FUSE request's are): a failure leaves the old content, and once this returns
+ * the write survives a SIGKILL of the process (the next open replays it). The new file keeps the
+ * old one's permission bits (set-ID cleared) and owners; new files and directories get the
+ * owners of the view's root. As with any rename over a file, processes holding the old file open
+ * keep reading the old bytes, and other hard links of it keep them. A crash between the two
+ * steps leaves the new node as ".eos-write.<pid>.<time>.<n>" in path's directory.
+ * Every written byte is attributed to owner ("operation:req-9", "workspace_session:ws-1"; NULL:
+ * the session's own) in the write log, exactly as a FUSE write whose process resolved to owner.
+ * flags: enum eos_view_write_flags. -EROFS on a read-only view.
+ */
+int eos_view_path_write(struct eos_view *v, const char *path, const void *data, size_t len,
+			const char *owner, unsigned flags, struct eos_error *err);
+
+/* One entry of a directory: name, S_IFMT | permission bits, size (as stat shows them). */
+struct eos_view_path_entry {
+	char *name;
+	uint32_t mode;
+	uint64_t size;
+};
+struct eos_view_path_list {
+	struct eos_view_path_entry *v;
+	size_t n;
+};
+/* The entries of directory path (symlinks followed), sorted by name, without "." and "..".
+ * Release *ret with eos_view_path_list_release(). */
+int eos_view_path_list(struct eos_view *v, const char *path, struct eos_view_path_list *ret,
+		       struct eos_error *err);
+void eos_view_path_list_release(struct eos_view_path_list *l);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * supervisor/files: the file operations (file_read, file_write, file_edit, file_list,
- * file_blame) in a session (files.c: plain syscalls on eosd's own mount of the session's live
- * view, resolved beneath its root) and at the head (files-head.c: the store's read API, blind
+ * file_blame) in a session (files.c: through the session's live view's path operations,
+ * never a mount of it: fs/view.h) and at the head (files-head.c: the store's read API, blind
  * writes through the publish gate), and what both share (files-text.c: lines, edits, paths).
  */
 #pragma once

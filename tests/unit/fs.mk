@@ -10,7 +10,8 @@ UNIT_TESTS += \
 	tests/unit/test-view \
 	tests/unit/test-journal \
 	tests/unit/test-publish-live \
-	tests/unit/test-fork
+	tests/unit/test-fork \
+	tests/unit/test-view-paths
 
 FS_TEST_LDADD = fs/libeos-fs.a $(TEST_LDADD) $(FUSE_LIBS) -lpthread
 
@@ -35,4 +36,8 @@ tests_unit_test_fork_SOURCES = tests/unit/test-fork.c tests/unit/view-util.c tes
 	tests/unit/live-util.c tests/unit/live-util.h
 tests_unit_test_fork_CFLAGS = $(TEST_CFLAGS) $(FUSE_CFLAGS)
 tests_unit_test_fork_LDADD = $(FS_TEST_LDADD)
+tests_unit_test_view_paths_SOURCES = tests/unit/test-view-paths.c tests/unit/view-util.c \
+	tests/unit/view-util.h tests/unit/live-util.c tests/unit/live-util.h
+tests_unit_test_view_paths_CFLAGS = $(TEST_CFLAGS) $(FUSE_CFLAGS)
+tests_unit_test_view_paths_LDADD = $(FS_TEST_LDADD)
 endif
