@@ -276,6 +276,12 @@ eos_fs_open(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *n, i
 		free(h);
 		return r;
 	}
+	pthread_mutex_lock(&v->handles_lock);
+	h->next = v->handles;
+	if (h->next)
+		h->next->prev = h;
+	v->handles = h;
+	pthread_mutex_unlock(&v->handles_lock);
 	*ret = h;
 	return 0;
 }
@@ -582,7 +588,15 @@ eos_fs_release(struct eos_view *v, struct eos_handle *h)
 {
 	struct eos_node *n = h->node;
 
-	(void)v; /* closing writes nothing: the journal holds every write (journal.h) */
+	/* closing writes nothing: the journal holds every write (journal.h) */
+	pthread_mutex_lock(&v->handles_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		v->handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&v->handles_lock);
 	pthread_mutex_lock(&n->lock);
 	if (n->opens > 0)
 		n->opens--;

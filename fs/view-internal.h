@@ -177,6 +177,10 @@ struct eos_view {
 	 * nothing is written again, the store's session is the truth (reopen the view) */
 	atomic_bool broken;
 	pthread_mutex_t mounts_lock;
+	/* every open handle, so that closing the view frees those whose RELEASE never came (a mount
+	 * torn down while files were open, a release still in flight at the unmount) */
+	pthread_mutex_t handles_lock;
+	struct eos_handle *handles;
 	struct eos_view_mount **mounts; /* every mount serving the view (fs/ops.c) */
 	size_t nmounts, mounts_cap;
 };
@@ -191,6 +195,7 @@ struct eos_handle {
 	pid_t pid;	    /* the opener, resolved to an operation at the first write */
 	int flags;	    /* open flags */
 	uint32_t lower_gen; /* node->gen that `lower` was opened for */
+	struct eos_handle *prev, *next; /* in v->handles */
 };
 
 /* inode.c: the node table */

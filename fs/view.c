@@ -45,6 +45,7 @@ view_alloc(void)
 	pthread_mutex_init(&v->links_lock, NULL);
 	pthread_mutex_init(&v->opcache_lock, NULL);
 	pthread_mutex_init(&v->mounts_lock, NULL);
+	pthread_mutex_init(&v->handles_lock, NULL);
 	eos_gate_init(&v->gate);
 	atomic_store(&v->next_ino, EOS_ROOT_INO + 1);
 	return v;
@@ -300,6 +301,9 @@ eos_view_close(struct eos_view *v)
 		persisted = eos_view_persist(v, true, NULL) == 0;
 	/* every record written: the journal is not needed any more (else the next mount replays) */
 	eos_journal_release(v, persisted);
+	while (v->handles)
+		eos_fs_release(v, v->handles);
+	pthread_mutex_destroy(&v->handles_lock);
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
 		struct eos_hashmap_iter it = { 0 };
 
