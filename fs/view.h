@@ -47,6 +47,21 @@ typedef int (*eos_view_resolve_fn)(void *ctx, pid_t pid, char *out, size_t size)
 /* The resolver eosfs uses: EOS_OPERATION=<id> in /proc/<pid>/environ gives "operation:<id>". */
 int eos_view_resolve_environ(void *ctx, pid_t pid, char *out, size_t size);
 
+/*
+ * A view's background work — switching its write journal to a new generation once it has grown,
+ * which writes the records of the nodes it mentions, and giving the memory of freed nodes back —
+ * runs on a flusher thread. A host serving many views makes one and names it in each view's
+ * options, so that the number of threads does not grow with the views; a view without one
+ * starts its own. The thread sleeps while no view has work: a view wakes it when its journal
+ * reaches the rotation size or it freed many nodes.
+ */
+struct eos_view_flusher;
+int eos_view_flusher_new(struct eos_view_flusher **ret, struct eos_error *err);
+/* Join the thread and free. It is a bug to call it before every view using it is closed.
+ * NULL-safe. */
+void eos_view_flusher_free(struct eos_view_flusher *f);
+EOS_DEFINE_CLEANUP(struct eos_view_flusher *, eos_view_flusher_free)
+
 struct eos_view_options {
 	struct eos_store *store;
 	const char *sandbox;
@@ -62,6 +77,9 @@ struct eos_view_options {
 	 * operations are open at once. Without it, every write(2) is attributed to its own handle.
 	 */
 	bool writeback;
+	/* the thread that does the view's background work (see struct eos_view_flusher); NULL:
+	 * the view starts one of its own */
+	struct eos_view_flusher *flusher;
 	/*
 	 * Load a session as the last process left it, writing nothing (its journal is replayed in
 	 * memory only, nothing is cleaned up): for checks (eos_view_check). Such a view must not be
