@@ -1,23 +1,187 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fs/flusher: the background thread that keeps the write journal (journal.h) short. Every node
- * the journal mentions is queued here once; when the current journal generation has grown large,
- * the thread switches the journal to a new generation, writes the records of every queued node
- * (a checkpoint: their sizes, times, write logs and copy-up state) and deletes the old
- * generation. Nothing depends on it for durability — the journal already holds every write —
- * only the journal's size and the time a mount spends replaying it.
+ * fs/flusher: the background work of views, on one thread that serves any number of them
+ * (struct eos_view_flusher in fs/view.h). Every node the write journal (journal.h) mentions is
+ * queued on its view once; when a view's journal generation has grown large, the thread switches
+ * the journal to a new generation, writes the records of every queued node (a checkpoint: their
+ * sizes, times, write logs and copy-up state) and deletes the old generation. It also gives the
+ * memory of freed nodes back to the system. Nothing depends on it for durability — the journal
+ * already holds every write — only the journal's size, the time a mount spends replaying it and
+ * the resident size of a long-lived view.
+ *
+ * The thread sleeps until a view asks for it (eos_flusher_kick: its journal reached the rotation
+ * size, or it freed many nodes), so an idle host does no work at all.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
+#include <string.h>
 
 #include "common/buf.h"
 
 #include "fs/view-internal.h"
 
-enum {
-	FLUSH_INTERVAL_MS = 200
+struct eos_view_flusher {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t work; /* a view was kicked, or stop */
+	pthread_cond_t idle; /* the view being worked on is done */
+	struct eos_view **queue;
+	size_t n, cap;
+	struct eos_view *running; /* being worked on, outside the lock */
+	bool stop;
 };
+
+/* --- the thread --------------------------------------------------------------------------------
+ */
+
+static void
+work_on(struct eos_view *v)
+{
+	if (eos_journal_rotate_due(v))
+		eos_journal_rotate(v);
+	eos_view_tidy(v);
+}
+
+static void *
+flusher_main(void *arg)
+{
+	struct eos_view_flusher *f = arg;
+
+	pthread_mutex_lock(&f->lock);
+	for (;;) {
+		struct eos_view *v;
+
+		while (!f->stop && f->n == 0)
+			pthread_cond_wait(&f->work, &f->lock);
+		if (f->stop)
+			break;
+		v = f->queue[0];
+		memmove(f->queue, f->queue + 1, --f->n * sizeof(*f->queue));
+		v->flusher.kicked = false;
+		f->running = v;
+		pthread_mutex_unlock(&f->lock);
+		work_on(v);
+		pthread_mutex_lock(&f->lock);
+		f->running = NULL;
+		pthread_cond_broadcast(&f->idle);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
+}
+
+int
+eos_view_flusher_new(struct eos_view_flusher **ret, struct eos_error *err)
+{
+	struct eos_view_flusher *f = calloc(1, sizeof(*f));
+	int r;
+
+	if (!f)
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->work, NULL);
+	pthread_cond_init(&f->idle, NULL);
+	r = -pthread_create(&f->thread, NULL, flusher_main, f);
+	if (r < 0) {
+		pthread_cond_destroy(&f->idle);
+		pthread_cond_destroy(&f->work);
+		pthread_mutex_destroy(&f->lock);
+		free(f);
+		return eos_error_set(err, r, "cannot start the flusher thread");
+	}
+	*ret = f;
+	return 0;
+}
+
+void
+eos_view_flusher_free(struct eos_view_flusher *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->lock);
+	assert(f->n == 0 && !f->running); /* every view detached itself */
+	f->stop = true;
+	pthread_cond_signal(&f->work);
+	pthread_mutex_unlock(&f->lock);
+	pthread_join(f->thread, NULL);
+	free(f->queue);
+	pthread_cond_destroy(&f->idle);
+	pthread_cond_destroy(&f->work);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
+
+/* --- a view's side ---------------------------------------------------------------------------- */
+
+int
+eos_flusher_start(struct eos_view *v, struct eos_view_flusher *host)
+{
+	struct eos_flusher *f = &v->flusher;
+	int r = 0;
+
+	pthread_mutex_init(&f->lock, NULL);
+	if (!host) {
+		r = eos_view_flusher_new(&host, NULL);
+		f->own = r == 0;
+	}
+	f->host = r == 0 ? host : NULL;
+	return r;
+}
+
+void
+eos_flusher_kick(struct eos_view *v)
+{
+	struct eos_flusher *f = &v->flusher;
+	struct eos_view_flusher *h = f->host;
+
+	if (!h || atomic_load(&f->kicked))
+		return;
+	pthread_mutex_lock(&h->lock);
+	if (!f->kicked && !f->detached &&
+	    eos_buf_array_reserve(&h->queue, &h->cap, h->n, sizeof(*h->queue), 16) == 0) {
+		h->queue[h->n++] = v;
+		f->kicked = true;
+		pthread_cond_signal(&h->work);
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Take v off its host: out of the queue, and not being worked on when this returns. */
+static void
+detach(struct eos_view *v, struct eos_view_flusher *h)
+{
+	pthread_mutex_lock(&h->lock);
+	v->flusher.detached = true;
+	for (size_t i = 0; i < h->n; i++)
+		if (h->queue[i] == v) {
+			memmove(h->queue + i, h->queue + i + 1, (h->n - i - 1) * sizeof(*h->queue));
+			h->n--;
+			break;
+		}
+	while (h->running == v)
+		pthread_cond_wait(&h->idle, &h->lock);
+	pthread_mutex_unlock(&h->lock);
+}
+
+void
+eos_flusher_stop(struct eos_view *v)
+{
+	struct eos_flusher *f = &v->flusher;
+
+	if (!f->host)
+		return;
+	detach(v, f->host);
+	if (f->own)
+		eos_view_flusher_free(f->host);
+	f->host = NULL;
+	f->own = false;
+	free(f->inos);
+	f->inos = NULL;
+	f->n = f->cap = 0;
+	pthread_mutex_destroy(&f->lock);
+}
+
+/* --- the queue of nodes to checkpoint --------------------------------------------------------- */
 
 /* Put ino back on the queue (a checkpoint of it failed: its journal records must stay). */
 static void
@@ -74,73 +238,13 @@ eos_flusher_take(struct eos_view *v, uint64_t **ret, size_t *ret_n)
 	return overflow;
 }
 
-static void *
-flusher_main(void *arg)
-{
-	struct eos_view *v = arg;
-	struct eos_flusher *f = &v->flusher;
-	bool stop = false;
-
-	while (!stop) {
-		struct timespec until;
-
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += FLUSH_INTERVAL_MS * 1000000L;
-		until.tv_sec += until.tv_nsec / 1000000000L;
-		until.tv_nsec %= 1000000000L;
-		pthread_mutex_lock(&f->lock);
-		if (!f->stop)
-			pthread_cond_timedwait(&f->cond, &f->lock, &until);
-		stop = f->stop;
-		pthread_mutex_unlock(&f->lock);
-		if (!stop && eos_journal_rotate_due(v))
-			eos_journal_rotate(v);
-		if (!stop)
-			eos_view_tidy(v);
-	}
-	return NULL;
-}
-
-int
-eos_flusher_start(struct eos_view *v)
-{
-	struct eos_flusher *f = &v->flusher;
-	int r;
-
-	pthread_mutex_init(&f->lock, NULL);
-	pthread_cond_init(&f->cond, NULL);
-	r = -pthread_create(&f->thread, NULL, flusher_main, v);
-	f->started = r == 0;
-	return r;
-}
-
-void
-eos_flusher_stop(struct eos_view *v)
-{
-	struct eos_flusher *f = &v->flusher;
-
-	if (!f->started)
-		return;
-	pthread_mutex_lock(&f->lock);
-	f->stop = true;
-	pthread_cond_signal(&f->cond);
-	pthread_mutex_unlock(&f->lock);
-	pthread_join(f->thread, NULL);
-	f->started = false;
-	free(f->inos);
-	f->inos = NULL;
-	f->n = f->cap = 0;
-	pthread_cond_destroy(&f->cond);
-	pthread_mutex_destroy(&f->lock);
-}
-
 void
 eos_flusher_queue(struct eos_view *v, struct eos_node *n)
 {
 	struct eos_flusher *f = &v->flusher;
 
-	if (n->flags & EOS_NODE_QUEUED || !f->started)
-		return; /* without the thread, closing the view writes every node */
+	if (n->flags & EOS_NODE_QUEUED || !f->host)
+		return; /* without a flusher, closing the view writes every node */
 	pthread_mutex_lock(&f->lock);
 	if (eos_buf_array_reserve(&f->inos, &f->cap, f->n, sizeof(*f->inos), 64) == 0) {
 		f->inos[f->n++] = n->ino;

@@ -461,7 +461,11 @@ eos_journal_wrote(struct eos_view *v, struct eos_node *n, uint64_t start, uint64
 	rec_encode(&rec, buf);
 	got = j->fd >= 0 ? write(j->fd, buf, sizeof(buf)) : -1;
 	if (got == (ssize_t)sizeof(buf)) {
-		atomic_fetch_add(&j->bytes, sizeof(buf));
+		uint64_t bytes = atomic_fetch_add(&j->bytes, sizeof(buf)) + sizeof(buf);
+
+		/* every write past the size asks again: a rotation that failed is retried */
+		if (bytes >= ROTATE_BYTES)
+			eos_flusher_kick(v);
 		n->jseq = rec.seq;
 		n->jcopyup = EOS_JCOPYUP_NONE;
 		eos_flusher_queue(v, n);

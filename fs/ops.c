@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fs/ops: the FUSE low-level operation table and mount loop — the only file that uses libfuse.
- * Each handler converts arguments, calls the view (fs/namespace.c, fs/file.c, …) and replies.
+ * fs/ops: the FUSE low-level operation table. Each handler converts arguments, calls the view
+ * (fs/namespace.c, fs/file.c, …) and replies; mounting and serving are in fs/fuse-mount.c.
  */
-#define FUSE_USE_VERSION 312
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse_lowlevel.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -18,21 +16,9 @@
 #include "common/log.h"
 #include "common/path.h"
 
-#include "fs/view-internal.h"
+#include "fs/ops-internal.h"
 
 static const double TIMEOUT = 86400.0; /* only eos changes a view: cache for a day */
-
-enum {
-	WORKERS = 16
-};
-
-struct eos_view_mount {
-	struct eos_view *view;
-	struct eos_owners owners; /* how replies show owners (fs/owners.c) */
-	struct fuse_session *se;
-	char *mountpoint;
-	bool mounted;
-};
 
 static struct eos_view_mount *
 mount_of(fuse_req_t req)
@@ -648,14 +634,18 @@ serve_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_f
 static void
 op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	struct eos_view *v = ((struct eos_view_mount *)userdata)->view;
+	struct eos_view_mount *m = userdata;
+	struct eos_view *v = m->view;
 
 	v->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
 	v->writeback = v->writeback && conn->capable & FUSE_CAP_WRITEBACK_CACHE;
 	conn->want |= conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
-	conn->want |= conn->capable &
-		      (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
-		       FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_READDIRPLUS | FUSE_CAP_PARALLEL_DIROPS);
+	conn->want |= conn->capable & (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_CACHE_SYMLINKS |
+				       FUSE_CAP_READDIRPLUS | FUSE_CAP_PARALLEL_DIROPS);
+	if (m->host_served)
+		conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	else
+		conn->want |= conn->capable & (FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	/* the kernel clears set-user-ID and set-group-ID on write, truncate and chown as on ext4,
 	 * sending the new mode in a SETATTR, unless HANDLE_KILLPRIV leaves it to the view (which
 	 * libfuse asks for by default); the truncate of open(O_TRUNC) is the view's (op_open) */
@@ -798,7 +788,7 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		eos_gate_read_leave(v);
 }
 
-static const struct fuse_lowlevel_ops OPS = {
+const struct fuse_lowlevel_ops eos_fs_ops = {
 	.init = op_init,
 	.lookup = op_lookup,
 	.forget = op_forget,
@@ -833,217 +823,3 @@ static const struct fuse_lowlevel_ops OPS = {
 	.copy_file_range = op_copy_file_range,
 	.lseek = op_lseek,
 };
-
-/* --- mounting --------------------------------------------------------------------------------- */
-
-int
-eos_view_mountpoint_check(const char *path, struct eos_error *err)
-{
-	DIR *d = opendir(path);
-	struct dirent *e;
-	int r = 0;
-
-	if (!d)
-		return eos_error_set(err, eos_neg_errno(), "mountpoint '%s': %m", path);
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-			r = eos_error_set(err, -ENOTEMPTY,
-					  "mountpoint '%s' is not empty (it holds '%s')", path,
-					  e->d_name);
-			break;
-		}
-	closedir(d);
-	return r;
-}
-
-/* A view's files never grant privileges: refuse the options that would let them. */
-static int
-check_fuse_opts(const char *opts, struct eos_error *err)
-{
-	cleanup_free char *copy = opts ? strdup(opts) : NULL;
-	char *save = NULL;
-
-	if (opts && !copy)
-		return eos_error_set(err, -ENOMEM, "out of memory");
-	for (char *o = copy ? strtok_r(copy, ",", &save) : NULL; o; o = strtok_r(NULL, ",", &save))
-		if (strcmp(o, "suid") == 0 || strcmp(o, "dev") == 0)
-			return eos_error_set(err, -EINVAL,
-					     "mount option '%s' is refused: a view is always "
-					     "mounted nosuid,nodev",
-					     o);
-	return 0;
-}
-
-/*
- * The kernel decides access from the modes and owners in the replies (default_permissions), as
- * on ext4; as root, other users get in too (allow_other), as on any root-mounted filesystem.
- * fusermount3 refuses allow_other to other users unless /etc/fuse.conf says user_allow_other.
- * nosuid,nodev come last, so that nothing before them undoes them.
- */
-static int
-build_args(struct eos_view *v, const char *opts, struct fuse_args *args)
-{
-	cleanup_free char *o = NULL;
-
-	if (asprintf(&o, "fsname=eos:%s,subtype=eos,default_permissions%s%s%s%s,nosuid,nodev",
-		     v->sandbox, geteuid() == 0 ? ",allow_other" : "", v->session ? "" : ",ro",
-		     opts && *opts ? "," : "", opts ? opts : "") < 0)
-		return -ENOMEM;
-	if (fuse_opt_add_arg(args, "eosfs") < 0 || fuse_opt_add_arg(args, "-o") < 0 ||
-	    fuse_opt_add_arg(args, o) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
-/* The view's list of its mounts, which a live publish invalidates. */
-static int
-mounts_add(struct eos_view *v, struct eos_view_mount *m)
-{
-	int r;
-
-	pthread_mutex_lock(&v->mounts_lock);
-	r = eos_buf_array_reserve(&v->mounts, &v->mounts_cap, v->nmounts, sizeof(*v->mounts), 4);
-	if (r == 0)
-		v->mounts[v->nmounts++] = m;
-	pthread_mutex_unlock(&v->mounts_lock);
-	return r;
-}
-
-static void
-mounts_remove(struct eos_view *v, struct eos_view_mount *m)
-{
-	pthread_mutex_lock(&v->mounts_lock);
-	for (size_t i = 0; i < v->nmounts; i++)
-		if (v->mounts[i] == m) {
-			v->mounts[i] = v->mounts[--v->nmounts];
-			break;
-		}
-	pthread_mutex_unlock(&v->mounts_lock);
-}
-
-/*
- * The kernel answers -ENOENT for what it does not cache: nothing to forget. Called without the
- * gate: the kernel may need the locks of a request that waits there.
- */
-void
-eos_view_invalidate(struct eos_view *v, const struct eos_inval *iv)
-{
-	pthread_mutex_lock(&v->mounts_lock);
-	for (size_t i = 0; i < v->nmounts; i++) {
-		struct fuse_session *se = v->mounts[i]->se;
-
-		if (!v->mounts[i]->mounted)
-			continue;
-		for (size_t k = 0; k < iv->nentries; k++)
-			fuse_lowlevel_notify_inval_entry(se, iv->entries[k].parent,
-							 iv->entries[k].name,
-							 strlen(iv->entries[k].name));
-		for (size_t k = 0; k < iv->n; k++)
-			fuse_lowlevel_notify_inval_inode(se, iv->inos[k], 0, 0);
-	}
-	pthread_mutex_unlock(&v->mounts_lock);
-}
-
-void
-eos_view_sync_mounts(struct eos_view *v)
-{
-	pthread_mutex_lock(&v->mounts_lock);
-	for (size_t i = 0; i < v->nmounts; i++) {
-		cleanup_close int fd = -1;
-
-		if (!v->mounts[i]->mounted)
-			continue;
-		fd = open(v->mounts[i]->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0)
-			syncfs(fd); /* best effort: what it misses joins the next delta */
-	}
-	pthread_mutex_unlock(&v->mounts_lock);
-}
-
-int
-eos_view_mount(struct eos_view *v, const char *mountpoint,
-	       const struct eos_view_mount_options *opts, struct eos_view_mount **ret,
-	       struct eos_error *err)
-{
-	const struct eos_view_mount_options none = { 0 }, *o = opts ? opts : &none;
-	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	struct eos_view_mount *m;
-	int r = eos_view_mountpoint_check(mountpoint, err);
-
-	r = r ?: check_fuse_opts(o->fuse_opts, err);
-	if (r < 0)
-		return r;
-	m = calloc(1, sizeof(*m));
-	if (!m || !(m->mountpoint = strdup(mountpoint)) || build_args(v, o->fuse_opts, &args) < 0) {
-		fuse_opt_free_args(&args);
-		eos_view_mount_free(m);
-		return eos_error_set(err, -ENOMEM, "out of memory");
-	}
-	m->view = v;
-	eos_owners_init(v, o->owners, &m->owners);
-	m->se = fuse_session_new(&args, &OPS, sizeof(OPS), m);
-	fuse_opt_free_args(&args);
-	if (!m->se) {
-		eos_view_mount_free(m);
-		return eos_error_set(err, -EINVAL, "mount '%s': bad FUSE options '%s'", mountpoint,
-				     o->fuse_opts ? o->fuse_opts : "");
-	}
-	if (fuse_session_mount(m->se, mountpoint) != 0) {
-		eos_view_mount_free(m);
-		return eos_error_set(err, -EIO, "mount '%s' failed (see the message above)",
-				     mountpoint);
-	}
-	m->mounted = true;
-	r = mounts_add(v, m);
-	if (r < 0) {
-		eos_view_mount_free(m);
-		return eos_error_set(err, r, "out of memory");
-	}
-	*ret = m;
-	return 0;
-}
-
-int
-eos_view_mount_serve(struct eos_view_mount *m, struct eos_error *err)
-{
-	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
-	int r;
-
-	if (!cfg)
-		return eos_error_set(err, -ENOMEM, "out of memory");
-	fuse_loop_cfg_set_clone_fd(cfg, 1);
-	/* idle workers stay: with clone_fd each new worker costs an open of /dev/fuse */
-	fuse_loop_cfg_set_max_threads(cfg, WORKERS);
-	fuse_loop_cfg_set_idle_threads(cfg, WORKERS);
-	r = fuse_session_loop_mt(m->se, cfg);
-	fuse_loop_cfg_destroy(cfg);
-	if (r < 0)
-		return eos_error_set(err, r, "serving '%s': %s", m->mountpoint, strerror(-r));
-	return 0;
-}
-
-void
-eos_view_mount_stop(struct eos_view_mount *m)
-{
-	fuse_session_exit(m->se);
-	if (m->mounted) {
-		fuse_session_unmount(m->se);
-		m->mounted = false;
-	}
-}
-
-void
-eos_view_mount_free(struct eos_view_mount *m)
-{
-	if (!m)
-		return;
-	if (m->view)
-		mounts_remove(m->view, m);
-	if (m->se) {
-		if (m->mounted)
-			fuse_session_unmount(m->se);
-		fuse_session_destroy(m->se);
-	}
-	free(m->mountpoint);
-	free(m);
-}

@@ -35,6 +35,7 @@ enum {
 	EOS_DIRENT_WHITEOUT = UINT64_MAX, /* deleted: hides the lower name */
 	EOS_PARTIAL_MIN = 1 << 20,	  /* lower files from this size are copied up partially */
 	EOS_DIRLIST_FIRST = 3,		  /* first entry cookie: "." is 1, ".." is 2 */
+	EOS_TIDY_AFTER = 4096,		  /* freed nodes before their memory is given back */
 };
 
 struct eos_dirlist;
@@ -111,14 +112,17 @@ struct eos_table_shard {
 	struct eos_hashmap ids;	  /* identity key → ino (u64), never removed */
 };
 
-/* The background writer of released files' metadata (flusher.c). */
+/* A view's side of its flusher (flusher.c; struct eos_view_flusher is the thread). */
 struct eos_flusher {
-	pthread_t thread;
+	struct eos_view_flusher *host; /* NULL: none (read-only and inspected views) */
+	bool own;		       /* host started for this view alone */
+	/* host->lock: */
+	atomic_bool kicked; /* in host's queue */
+	bool detached;	    /* the view is closing: never queued again */
+	/* lock: */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
 	uint64_t *inos; /* queued inode numbers */
 	size_t n, cap;
-	bool stop, started;
 	bool overflow; /* a node could not be queued (no memory): checkpoint every node */
 };
 
@@ -356,9 +360,12 @@ void eos_data_path(const struct eos_node *n, char *out, size_t size);
 void eos_data_blocks(struct eos_view *v, const struct eos_node *n, struct stat *st);
 
 /* flusher.c */
-int eos_flusher_start(struct eos_view *v);
-/* Stop the thread (closing the view writes every node afterwards). */
+/* Attach v to host (NULL: start a flusher of its own). */
+int eos_flusher_start(struct eos_view *v, struct eos_view_flusher *host);
+/* Detach v, waiting for work on it to end (closing the view writes every node afterwards). */
 void eos_flusher_stop(struct eos_view *v);
+/* Ask the flusher to work on v soon (its journal is due for rotation, or it freed many nodes). */
+void eos_flusher_kick(struct eos_view *v);
 /* Queue n (locked), which has journal records, for the next checkpoint. */
 void eos_flusher_queue(struct eos_view *v, struct eos_node *n);
 /*
@@ -422,7 +429,7 @@ int eos_journal_restart(struct eos_view *v, struct eos_error *err);
 int eos_view_stage(struct eos_view *v, struct eos_publish *p, char ***ret_skipped,
 		   size_t *ret_nskipped, struct eos_error *err);
 
-/* view.c: periodic housekeeping from the flusher thread (memory of freed nodes). */
+/* view.c: housekeeping on the flusher thread (memory of freed nodes). */
 void eos_view_tidy(struct eos_view *v);
 
 /* links.c: members of a store hard-link group at the view version (1 when unknown). */

@@ -218,7 +218,7 @@ view_load(struct eos_view *v, const struct eos_view_options *o, struct eos_error
 		r = root_from_lower(v, err);
 		r = r ?: eos_view_root_upper(v);
 	}
-	if (r == 0 && eos_flusher_start(v) < 0)
+	if (r == 0 && eos_flusher_start(v, o->flusher) < 0)
 		r = eos_error_set(err, -EAGAIN, "session '%s': cannot start the flusher",
 				  v->session);
 	return r;
@@ -338,11 +338,7 @@ eos_view_close(struct eos_view *v)
 void
 eos_view_tidy(struct eos_view *v)
 {
-	enum {
-		TRIM_AFTER = 4096
-	};
-
-	if (atomic_load(&v->freed) < TRIM_AFTER)
+	if (atomic_load(&v->freed) < EOS_TIDY_AFTER)
 		return;
 	atomic_store(&v->freed, 0);
 	malloc_trim(0);

@@ -5,8 +5,9 @@
  *
  * Calling sequence.
  *	eos_view_open()          load (or start) the session's delta; no mount needed
- *	  eos_view_mount()       mount the view at a directory (fs/ops.c, the only libfuse user)
- *	  eos_view_mount_serve() serve requests on worker threads until unmounted or stopped
+ *	  eos_view_mount()       mount the view at a directory (fs/fuse-mount.c)
+ *	  eos_view_mount_serve() serve requests on libfuse's threads until unmounted or stopped,
+ *	  or eos_view_mount_receive() + eos_view_mount_process() on the host's own threads
  *	  eos_view_mount_free()  unmount (if still mounted) and free
  *	  eos_view_delta()       enumerate the session's changes (the publish gate's input)
  *	eos_view_close()         write pending metadata and free
@@ -46,6 +47,21 @@ typedef int (*eos_view_resolve_fn)(void *ctx, pid_t pid, char *out, size_t size)
 /* The resolver eosfs uses: EOS_OPERATION=<id> in /proc/<pid>/environ gives "operation:<id>". */
 int eos_view_resolve_environ(void *ctx, pid_t pid, char *out, size_t size);
 
+/*
+ * A view's background work — switching its write journal to a new generation once it has grown,
+ * which writes the records of the nodes it mentions, and giving the memory of freed nodes back —
+ * runs on a flusher thread. A host serving many views makes one and names it in each view's
+ * options, so that the number of threads does not grow with the views; a view without one
+ * starts its own. The thread sleeps while no view has work: a view wakes it when its journal
+ * reaches the rotation size or it freed many nodes.
+ */
+struct eos_view_flusher;
+int eos_view_flusher_new(struct eos_view_flusher **ret, struct eos_error *err);
+/* Join the thread and free. It is a bug to call it before every view using it is closed.
+ * NULL-safe. */
+void eos_view_flusher_free(struct eos_view_flusher *f);
+EOS_DEFINE_CLEANUP(struct eos_view_flusher *, eos_view_flusher_free)
+
 struct eos_view_options {
 	struct eos_store *store;
 	const char *sandbox;
@@ -61,6 +77,9 @@ struct eos_view_options {
 	 * operations are open at once. Without it, every write(2) is attributed to its own handle.
 	 */
 	bool writeback;
+	/* the thread that does the view's background work (see struct eos_view_flusher); NULL:
+	 * the view starts one of its own */
+	struct eos_view_flusher *flusher;
 	/*
 	 * Load a session as the last process left it, writing nothing (its journal is replayed in
 	 * memory only, nothing is cleaned up): for checks (eos_view_check). Such a view must not be
@@ -113,6 +132,9 @@ enum eos_view_owners {
 struct eos_view_mount_options {
 	const char *fuse_opts; /* extra comma-separated FUSE mount options, or NULL */
 	enum eos_view_owners owners;
+	/* served by the caller's threads through eos_view_mount_receive() and
+	 * eos_view_mount_process(), never by eos_view_mount_serve() */
+	bool host_served;
 };
 
 /*
@@ -130,9 +152,37 @@ int eos_view_mountpoint_check(const char *path, struct eos_error *err);
 int eos_view_mount_serve(struct eos_view_mount *m, struct eos_error *err);
 /* Ask a serving mount to stop (any thread, async-signal-unsafe). */
 void eos_view_mount_stop(struct eos_view_mount *m);
-/* Unmount when still mounted, free. NULL-safe. */
+/* Unmount when still mounted, free. NULL-safe. A host-served mount must be out of the host's
+ * threads first (none of them in eos_view_mount_receive() or _process() with it). */
 void eos_view_mount_free(struct eos_view_mount *m);
 EOS_DEFINE_CLEANUP(struct eos_view_mount *, eos_view_mount_free)
+
+/*
+ * Serving many mounts from a host's bounded pool of threads (eosd): the host polls each mount's
+ * fd for input (EPOLLIN; the fd is non-blocking) and, on a thread of its pool, reads one request
+ * with eos_view_mount_receive() and answers it with eos_view_mount_process(). Several threads
+ * may receive and process requests of one mount at once; each thread has its own buffer.
+ *
+ * A request may wait inside eos_view_mount_process() (at the view's gate during a live publish
+ * or a fork, for the store), but never for another request of any mount: a pool of any size
+ * makes progress. The pool does not own mounts: eos_view_mount_free() unmounts (which closes
+ * the fd) only once the host has taken the mount out of its threads.
+ */
+struct eos_view_rbuf;
+/* A receive buffer (about 1 MiB: the largest request). Caller owns *ret. */
+int eos_view_rbuf_new(struct eos_view_rbuf **ret);
+void eos_view_rbuf_free(struct eos_view_rbuf *b);
+EOS_DEFINE_CLEANUP(struct eos_view_rbuf *, eos_view_rbuf_free)
+/* The /dev/fuse fd of a host-served mount (non-blocking), valid until eos_view_mount_free(). */
+int eos_view_mount_fd(const struct eos_view_mount *m);
+/*
+ * Read one request of m into b without waiting: 1 when one was read (process it), 0 when none
+ * was pending, -ENODEV once the mount has ended (unmounted from outside, the connection aborted,
+ * or eos_view_mount_stop()), another -errno on a read error.
+ */
+int eos_view_mount_receive(struct eos_view_mount *m, struct eos_view_rbuf *b);
+/* Answer the request that eos_view_mount_receive() read into b from m. */
+void eos_view_mount_process(struct eos_view_mount *m, struct eos_view_rbuf *b);
 
 /* --- the delta, for the publish gate ---------------------------------------------------------- */
 

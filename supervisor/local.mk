@@ -3,7 +3,7 @@
 noinst_LIBRARIES += supervisor/libeosd.a
 supervisor_libeosd_a_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(JANSSON_CFLAGS)
 supervisor_libeosd_a_SOURCES = supervisor/daemon.h \
-	supervisor/pool.h supervisor/pool.c \
+	supervisor/pool.h supervisor/pool.c supervisor/fusepool.h supervisor/fusepool.c \
 	supervisor/auth.h supervisor/auth.c \
 	supervisor/gateway.h supervisor/gateway-internal.h supervisor/gateway.c \
 	supervisor/gateway-request.c \

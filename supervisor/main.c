@@ -184,7 +184,12 @@ static int
 open_store(struct eosd *d, struct eos_error *err)
 {
 	struct eos_store_options opts = { .create = true, .owner_name = "eosd" };
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int r = eos_store_wait_from_env(&opts.wait_ms, err);
+
+	/* RocksDB's compactions get half the cores: the daemon's threads stay within 2 x cores
+	 * + 8 (doc/eosd.md, "Threads") */
+	opts.threads = (unsigned)EOS_MAX(1, cores / 2);
 
 	if (r < 0)
 		return r;

@@ -31,7 +31,7 @@ eosd_pool_default_threads(void)
 
 	if (n < 1)
 		n = 1;
-	return (unsigned)EOS_MIN(n + 2, EOSD_POOL_THREADS_MAX);
+	return (unsigned)EOS_MIN(EOS_MAX(3, n / 2 + 2), EOSD_POOL_THREADS_MAX);
 }
 
 /* Wait for a job; false when stopping and nothing is left. */

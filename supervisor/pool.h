@@ -26,7 +26,8 @@ struct eosd_pool;
 /* Start threads workers (1 to EOSD_POOL_THREADS_MAX) and a queue of queue_max jobs. */
 int eosd_pool_new(unsigned threads, size_t queue_max, struct eosd_pool **ret,
 		  struct eos_error *err);
-/* The default size: the number of cores + 2, at most EOSD_POOL_THREADS_MAX. */
+/* The default size: half the number of cores + 2, at least 3 (doc/eosd.md,
+ * "Threads": handlers mostly wait for the store or the disk; the FUSE workers get the cores). */
 unsigned eosd_pool_default_threads(void);
 /*
  * Queue fn(ctx) to run on a worker. -EBUSY when the queue is full, -ESHUTDOWN once

@@ -6,8 +6,7 @@
  * Locks. sessions->lock guards the table and every session's refs; it is never held across a
  * call into the store or the view. A session's gate (admission gate) serialises everything
  * that uses or changes its view and mounts: file operations, publish, fork, mount, unmount,
- * destroy; it is taken after the table lock is released (eosd_session_get()). sessions->ops_lock
- * guards the resolver's table (innermost, held for a lookup or an insertion only).
+ * destroy; it is taken after the table lock is released (eosd_session_get()).
  */
 #pragma once
 
@@ -17,20 +16,18 @@
 #include <sys/types.h>
 
 #include "fs/view.h"
+#include "supervisor/fusepool.h"
 #include "supervisor/session.h"
 
 enum {
 	EOSD_SESSION_MOUNTS = 8, /* the runtime mount and up to 7 of mount_workspace_session */
-	EOSD_RESOLVE_SLOTS = 64, /* file operations writing at once */
 };
 
-/* One mount of a session's view, served by its own thread (eos_view_mount_serve()). */
+/* One mount of a session's view, served by the daemon's FUSE workers (supervisor/fusepool.h). */
 struct eosd_mount {
 	char *path;
 	struct eos_view_mount *m;
-	pthread_t thread;
-	bool running;	       /* thread started, not yet joined */
-	_Atomic bool finished; /* serving returned: unmounted from outside (fusermount3 -u) */
+	uint64_t pool_id; /* its name in the FUSE workers' set; 0: not served */
 };
 
 struct eosd_session {
@@ -46,17 +43,13 @@ struct eosd_session {
 	int64_t created_ns;
 };
 
-struct eosd_resolve_slot {
-	pid_t tid; /* 0: free */
-	char owner[EOS_OPERATION_MAX + 1];
-};
-
 struct eosd_sessions {
+	/* what serves every session's view: the FUSE workers and the views' background thread */
+	struct eosd_fusepool *fusepool;
+	struct eos_view_flusher *flusher;
 	pthread_mutex_t lock;
 	struct eosd_session **v;
 	size_t n, cap;
-	pthread_mutex_t ops_lock;
-	struct eosd_resolve_slot ops[EOSD_RESOLVE_SLOTS];
 };
 
 /*
@@ -85,8 +78,8 @@ int eosd_session_runtime_path(struct eosd *d, const char *sandbox, const char *n
 /* Mount s's view at path (an existing empty directory) in slot i and start serving it. */
 int eosd_mount_start(struct eosd *d, struct eosd_session *s, size_t i, const char *path,
 		     struct eos_error *err);
-/* Unmount slot i (when still mounted), join its thread and clear it. */
-void eosd_mount_stop(struct eosd_mount *m);
+/* Take slot i out of the FUSE workers, unmount it (when still mounted) and clear it. */
+void eosd_mount_stop(struct eosd *d, struct eosd_mount *m);
 /* Join and clear mounts whose serving ended (unmounted from outside), and forget them in the
  * .mounts list. Gate held. */
 void eosd_session_reap(struct eosd *d, struct eosd_session *s);
@@ -100,9 +93,6 @@ void eosd_session_restore_mounts(struct eosd *d, struct eosd_session *s);
 /* Detach a dead (or foreign) mount left at path by a previous daemon; nothing when none. */
 void eosd_mount_detach_stale(const char *path);
 
-/* The writing thread tid belongs to owner until eosd_resolve_clear(tid): -EBUSY when full. */
-int eosd_resolve_set(struct eosd *d, pid_t tid, const char *owner);
-void eosd_resolve_clear(struct eosd *d, pid_t tid);
 /* The views' eos_view_resolve_fn (ctx: the struct eosd). */
 int eosd_resolve(void *ctx, pid_t pid, char *out, size_t size);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * supervisor/session-mount: the mounts of a session's view (each served on its own thread),
+ * supervisor/session-mount: the mounts of a session's view (served by the FUSE workers),
  * stale mounts a previous daemon left, the list of extra mounts kept for a restart, the
  * resolver that attributes eosd's own writes, and small JSON helpers.
  */
@@ -23,56 +23,42 @@
 
 #include "supervisor/session-internal.h"
 
-static void *
-serve_thread(void *arg)
-{
-	struct eosd_mount *m = arg;
-	struct eos_error err = { 0 };
-
-	if (eos_view_mount_serve(m->m, &err) < 0)
-		eos_log_warn("eosd: %s, ignoring", err.msg);
-	atomic_store(&m->finished, true);
-	return NULL;
-}
-
 int
 eosd_mount_start(struct eosd *d, struct eosd_session *s, size_t i, const char *path,
 		 struct eos_error *err)
 {
-	const struct eos_view_mount_options mo = { .owners = EOS_VIEW_OWNERS_AUTO };
+	const struct eos_view_mount_options mo = { .owners = EOS_VIEW_OWNERS_AUTO,
+						   .host_served = true };
 	struct eosd_mount *m = &s->mounts[i];
 	int r;
 
-	(void)d;
 	if (m->path)
 		return eos_error_set(err, -EBUSY, "session '%s': mount slot in use", s->name);
 	m->path = strdup(path);
 	if (!m->path)
 		return eos_error_set(err, -ENOMEM, "out of memory");
 	r = eos_view_mount(s->view, path, &mo, &m->m, err);
-	if (r == 0 && pthread_create(&m->thread, NULL, serve_thread, m) != 0)
-		r = eos_error_set(err, -EAGAIN, "mount '%s': cannot start a serving thread", path);
+	if (r == 0) {
+		r = eosd_fusepool_add(d->sessions->fusepool, m->m, &m->pool_id);
+		if (r < 0)
+			eos_error_set(err, r, "mount '%s': cannot serve it: %s", path,
+				      strerror(-r));
+	}
 	if (r < 0) {
 		eos_view_mount_free(m->m);
 		free(m->path);
 		*m = (struct eosd_mount){ 0 };
-		return r;
 	}
-	atomic_store(&m->finished, false);
-	m->running = true;
-	return 0;
+	return r;
 }
 
 void
-eosd_mount_stop(struct eosd_mount *m)
+eosd_mount_stop(struct eosd *d, struct eosd_mount *m)
 {
 	if (!m->path)
 		return;
-	if (m->running) {
-		if (!atomic_load(&m->finished))
-			eos_view_mount_stop(m->m);
-		pthread_join(m->thread, NULL);
-	}
+	if (m->pool_id)
+		eosd_fusepool_remove(d->sessions->fusepool, m->pool_id);
 	eos_view_mount_free(m->m);
 	free(m->path);
 	*m = (struct eosd_mount){ 0 };
@@ -84,8 +70,9 @@ eosd_session_reap(struct eosd *d, struct eosd_session *s)
 	bool extra = false;
 
 	for (size_t i = 0; i < EOSD_SESSION_MOUNTS; i++)
-		if (s->mounts[i].path && atomic_load(&s->mounts[i].finished)) {
-			eosd_mount_stop(&s->mounts[i]);
+		if (s->mounts[i].path &&
+		    eosd_fusepool_ended(d->sessions->fusepool, s->mounts[i].pool_id)) {
+			eosd_mount_stop(d, &s->mounts[i]);
 			extra |= i > 0;
 		}
 	if (extra) /* fusermount3 -u of a mount_workspace_session directory: not restored */
@@ -227,64 +214,16 @@ eosd_session_restore_mounts(struct eosd *d, struct eosd_session *s)
 /* --- the resolver -------------------------------------------------------------------------------
  */
 
-int
-eosd_resolve_set(struct eosd *d, pid_t tid, const char *owner)
-{
-	struct eosd_sessions *t = d->sessions;
-	int r = -EBUSY;
-
-	pthread_mutex_lock(&t->ops_lock);
-	for (size_t i = 0; i < EOSD_RESOLVE_SLOTS && r < 0; i++)
-		if (t->ops[i].tid == 0) {
-			t->ops[i].tid = tid;
-			snprintf(t->ops[i].owner, sizeof(t->ops[i].owner), "%s", owner);
-			r = 0;
-		}
-	pthread_mutex_unlock(&t->ops_lock);
-	return r;
-}
-
-void
-eosd_resolve_clear(struct eosd *d, pid_t tid)
-{
-	struct eosd_sessions *t = d->sessions;
-
-	pthread_mutex_lock(&t->ops_lock);
-	for (size_t i = 0; i < EOSD_RESOLVE_SLOTS; i++)
-		if (t->ops[i].tid == tid)
-			t->ops[i].tid = 0;
-	pthread_mutex_unlock(&t->ops_lock);
-}
-
-static bool
-own_thread(pid_t pid)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)pid);
-	return access(path, F_OK) == 0;
-}
-
 /*
- * The view's resolver: a thread of eosd doing a file operation is in the table (FUSE reports
- * the writing thread's id, not its process's); any other process names its operation with
- * EOS_OPERATION in its environment, as under eosfs.
+ * The view's resolver: a process names its operation with EOS_OPERATION in its environment, as
+ * under eosfs. eosd's own file operations never reach it: they name their owner to the view's
+ * path API, and never go through a mount.
  */
 int
 eosd_resolve(void *ctx, pid_t pid, char *out, size_t size)
 {
-	struct eosd *d = ctx;
-	struct eosd_sessions *t = d->sessions;
-	int r = -ENOENT;
-
-	pthread_mutex_lock(&t->ops_lock);
-	for (size_t i = 0; i < EOSD_RESOLVE_SLOTS && r < 0; i++)
-		if (t->ops[i].tid == pid && pid > 0)
-			r = snprintf(out, size, "%s", t->ops[i].owner) < (int)size ? 0 : -ENOENT;
-	pthread_mutex_unlock(&t->ops_lock);
-	if (r < 0 && !own_thread(pid))
-		r = eos_view_resolve_environ(NULL, pid, out, size);
-	return r;
+	(void)ctx;
+	return eos_view_resolve_environ(NULL, pid, out, size);
 }
 
 /* --- helpers ------------------------------------------------------------------------------------

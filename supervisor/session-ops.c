@@ -302,7 +302,7 @@ eosd_op_unmount_workspace_session(struct eosd *d, struct eosd_call *c, json_t **
 	for (size_t i = 1; r == 0 && gone && i < EOSD_SESSION_MOUNTS; i++)
 		if (s->mounts[i].path) {
 			eos_json_push(gone, json_string(s->mounts[i].path));
-			eosd_mount_stop(&s->mounts[i]);
+			eosd_mount_stop(d, &s->mounts[i]);
 		}
 	if (r == 0)
 		eosd_session_save_mounts(d, s);

@@ -15,12 +15,12 @@
 #include "supervisor/session-internal.h"
 
 static void
-session_free(struct eosd_session *s)
+session_free(struct eosd *d, struct eosd_session *s)
 {
 	if (!s)
 		return;
 	for (size_t i = 0; i < EOSD_SESSION_MOUNTS; i++)
-		eosd_mount_stop(&s->mounts[i]);
+		eosd_mount_stop(d, &s->mounts[i]);
 	eos_view_close(s->view);
 	pthread_mutex_destroy(&s->gate);
 	free(s->error);
@@ -120,7 +120,7 @@ eosd_session_put(struct eosd *d, struct eosd_session *s)
 	last = --s->refs == 0;
 	pthread_mutex_unlock(&t->lock);
 	if (last)
-		session_free(s);
+		session_free(d, s);
 }
 
 static int
@@ -130,7 +130,8 @@ open_view(struct eosd *d, struct eosd_session *s, struct eos_error *err)
 					    .sandbox = s->sandbox,
 					    .session = s->name,
 					    .resolve = eosd_resolve,
-					    .resolve_ctx = d };
+					    .resolve_ctx = d,
+					    .flusher = d->sessions->flusher };
 	struct eos_session_info info;
 	int r = eos_store_session_get(d->store, s->sandbox, s->name, &info, err);
 
@@ -156,7 +157,7 @@ eosd_session_serve(struct eosd *d, const char *sandbox, const char *name, struct
 		r = table_add(d->sessions, s);
 	}
 	if (r < 0) {
-		session_free(s);
+		session_free(d, s);
 		return r == -ENOMEM ? eos_error_set(err, r, "out of memory") : r;
 	}
 	if (ret)
@@ -171,7 +172,7 @@ eosd_session_destroy_locked(struct eosd *d, struct eosd_session *s, struct eos_e
 	int r;
 
 	for (size_t i = 0; i < EOSD_SESSION_MOUNTS; i++)
-		eosd_mount_stop(&s->mounts[i]);
+		eosd_mount_stop(d, &s->mounts[i]);
 	eosd_session_save_mounts(d, s); /* removes the list */
 	eos_view_close(TAKE_PTR(s->view));
 	r = eos_store_session_remove(d->store, s->sandbox, s->name, err);
@@ -202,7 +203,7 @@ serve_or_note(struct eosd *d, const char *sandbox, const char *name)
 	if (s && !(s->error = strdup(err.msg[0] ? err.msg : "cannot be served")))
 		s->error = NULL;
 	if (!s || table_add(d->sessions, s) < 0)
-		session_free(s);
+		session_free(d, s);
 }
 
 static int
@@ -228,8 +229,9 @@ eosd_sessions_start(struct eosd *d, struct eos_error *err)
 	if (!d->sessions)
 		return eos_error_set(err, -ENOMEM, "out of memory");
 	pthread_mutex_init(&d->sessions->lock, NULL);
-	pthread_mutex_init(&d->sessions->ops_lock, NULL);
-	r = eos_store_sandbox_list(d->store, &sb, &n, err);
+	r = eosd_fusepool_new(eosd_fusepool_default_threads(), &d->sessions->fusepool, err);
+	r = r ?: eos_view_flusher_new(&d->sessions->flusher, err);
+	r = r ?: eos_store_sandbox_list(d->store, &sb, &n, err);
 	for (size_t i = 0; r == 0 && i < n; i++)
 		r = serve_sandbox(d, sb[i].id, err);
 	if (r < 0)
@@ -255,8 +257,9 @@ eosd_sessions_stop(struct eosd *d)
 		pthread_mutex_lock(&t->lock);
 	}
 	pthread_mutex_unlock(&t->lock);
+	eosd_fusepool_free(t->fusepool);
+	eos_view_flusher_free(t->flusher);
 	pthread_mutex_destroy(&t->lock);
-	pthread_mutex_destroy(&t->ops_lock);
 	free(t->v);
 	free(t);
 	d->sessions = NULL;

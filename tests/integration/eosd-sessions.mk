@@ -1,7 +1,8 @@
 # eosd-sessions tests: included by tests/local.mk. The unit tests call the session and file
 # handlers directly over a real store and real FUSE mounts (supervisor/session.h).
 if HAVE_CHECK
-UNIT_TESTS += tests/unit/test-eosd-session tests/unit/test-eosd-session-publish
+UNIT_TESTS += tests/unit/test-eosd-session tests/unit/test-eosd-session-publish \
+	tests/unit/test-eosd-fusepool
 
 EOSD_SESSION_TEST_SOURCES = tests/unit/test-eosd-session-util.c \
 	tests/unit/test-eosd-session-util.h
@@ -13,6 +14,10 @@ tests_unit_test_eosd_session_publish_SOURCES = tests/unit/test-eosd-session-publ
 	$(EOSD_SESSION_TEST_SOURCES)
 tests_unit_test_eosd_session_publish_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_eosd_session_publish_LDADD = $(EOSD_LIBS) $(TEST_LDADD)
+tests_unit_test_eosd_fusepool_SOURCES = tests/unit/test-eosd-fusepool.c \
+	tests/unit/live-util.c tests/unit/live-util.h tests/unit/view-util.c tests/unit/view-util.h
+tests_unit_test_eosd_fusepool_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_eosd_fusepool_LDADD = $(EOSD_LIBS) $(TEST_LDADD)
 endif
 
 # Sessions and file operations through a real eosd, over its socket with curl.

@@ -4,6 +4,7 @@
  * calls them, over a real store and real FUSE mounts under a temp runtime dir.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -345,9 +346,24 @@ START_TEST(second_mount)
 }
 END_TEST
 
+/* The threads of this process (the test and eosd's parts it runs). */
+static size_t
+thread_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	size_t n = 0;
+
+	ck_assert(d);
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
 START_TEST(sixteen_sessions)
 {
 	char id[32], args[160];
+	size_t threads = thread_count();
 
 	for (int i = 0; i < 16; i++) {
 		snprintf(id, sizeof(id), "s%02d", i);
@@ -358,6 +374,8 @@ START_TEST(sixteen_sessions)
 		json_decref(es_ok(&fx, "file_write", NULL, args));
 	}
 	ck_assert_uint_eq(eosd_sessions_served(&fx.d), 16);
+	/* the FUSE workers and the views' flusher serve them all: no thread per session */
+	ck_assert_uint_eq(thread_count(), threads);
 	for (int i = 0; i < 16; i++) {
 		cleanup_free char *p = NULL, *got = NULL;
 
