@@ -5,10 +5,12 @@
  * sandbox ids.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -954,6 +956,53 @@ START_TEST(test_sandbox_id)
 }
 END_TEST
 
+/* The bytes of the store's write-ahead logs: what its next open would replay. */
+static uint64_t
+wal_bytes(const char *store_dir)
+{
+	cleanup_free char *db = pjoin(store_dir, "db");
+	cleanup_closedir DIR *d = opendir(db);
+	uint64_t total = 0;
+	struct dirent *e;
+
+	ck_assert_msg(d, "opendir '%s'", db);
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		cleanup_free char *p = NULL;
+		struct stat sb;
+
+		if (len < 4 || strcmp(e->d_name + len - 4, ".log") != 0)
+			continue;
+		p = pjoin(db, e->d_name);
+		ck_assert_int_eq(stat(p, &sb), 0);
+		total += (uint64_t)sb.st_size;
+	}
+	return total;
+}
+
+/* An import is written out of the WAL, so that the next open does not replay megabytes of it
+ * (eosd is ready in tens of milliseconds after a stop that follows an import). */
+START_TEST(test_import_leaves_little_wal)
+{
+	cleanup_free char *sdir = NULL;
+	cleanup_free char *tree = eos_test_tmpdir("wal");
+	struct eos_store *st = eos_test_store_new(&sdir);
+
+	for (int i = 0; i < 2000; i++) {
+		char rel[32];
+
+		snprintf(rel, sizeof(rel), "f%04d", i);
+		make_file(tree, rel, 2048 + (size_t)i, FILL_RANDOM, 0644);
+	}
+	import_ok(st, tree, "big");
+	eos_store_close(st);
+	ck_assert_msg(wal_bytes(sdir) < 256 * 1024, "%" PRIu64 " bytes of WAL after the close",
+		      wal_bytes(sdir));
+	eos_test_rm_rf(tree);
+	eos_test_rm_rf(sdir);
+}
+END_TEST
+
 static Suite *
 import_suite(void)
 {
@@ -975,6 +1024,7 @@ import_suite(void)
 	tcase_add_test(tc, test_failure_leaves_nothing);
 	tcase_add_test(tc, test_not_an_archive);
 	tcase_add_test(tc, test_sandbox_id);
+	tcase_add_test(tc, test_import_leaves_little_wal);
 	suite_add_tcase(s, tc);
 	return s;
 }
