@@ -119,9 +119,9 @@ eos_view_publish_live(struct eos_view *v, struct eos_view_mount *m, const char *
 
 /* --- fork ------------------------------------------------------------------------------------- */
 
-/* Write the record of every node (the journal's changes since the last checkpoint included). */
+/* The inode numbers of every node the view holds (malloc'd into *ret). */
 static int
-checkpoint_all(struct eos_view *v, struct eos_error *err)
+every_node(struct eos_view *v, uint64_t **ret, size_t *ret_n, struct eos_error *err)
 {
 	cleanup_free uint64_t *inos = NULL;
 	size_t n = 0, cap = 0;
@@ -142,10 +142,31 @@ checkpoint_all(struct eos_view *v, struct eos_error *err)
 		if (r < 0)
 			return eos_error_set(err, -ENOMEM, "fork: out of memory");
 	}
-	if (!eos_flusher_checkpoint(v, inos, n))
-		return eos_error_set(err, -EIO, "session '%s': cannot write its records",
-				     v->session);
+	*ret = TAKE_PTR(inos);
+	*ret_n = n;
 	return 0;
+}
+
+/*
+ * Write the record of every node the journal changed since the last checkpoint: the nodes the
+ * flusher has queued (every journaled write queues its node), so the cost follows what changed,
+ * not the nodes the kernel knows. Only when a node could not be queued (no memory) is every node
+ * written.
+ */
+static int
+checkpoint_all(struct eos_view *v, struct eos_error *err)
+{
+	cleanup_free uint64_t *inos = NULL;
+	size_t n = 0;
+	int r = 0;
+
+	if (eos_flusher_take(v, &inos, &n)) {
+		free(TAKE_PTR(inos));
+		r = every_node(v, &inos, &n, err);
+	}
+	if (r == 0 && !eos_flusher_checkpoint(v, inos, n))
+		r = eos_error_set(err, -EIO, "session '%s': cannot write its records", v->session);
+	return r;
 }
 
 /* Copy the data extents of src into dst (holes stay holes), then its length. */
