@@ -6,7 +6,9 @@
 #   common/      includes only common/ (libc-only helpers)
 #   store/       includes only common/ and store/
 #   fs/          common/, store/store.h and fs/
-#   supervisor/  common/, store/store.h, fs/view.h and supervisor/
+#   supervisor/  common/, store/store.h, fs/view.h and supervisor/; the holder binary
+#                supervisor/holder/ only common/ and supervisor/holder/ (libc only: no store,
+#                no view, nothing of eosd)
 #   cli/         common/ and cli/ (eosctl talks to eosd only over the wire); the offline tool
 #                cli/eos-store* also the public headers store/store.h and fs/view.h
 #   bench/       only the public headers store/store.h, fs/view.h and common/*, and bench/
@@ -35,7 +37,12 @@ allowed_for() {
 	common) echo '^common/' ;;
 	store) echo '^(common|store)/' ;;
 	fs) echo '^(common/|store/store\.h$|fs/)' ;;
-	supervisor) echo '^(common/|store/store\.h$|fs/view\.h$|supervisor/)' ;;
+	supervisor)
+		case $2 in
+		supervisor/holder/*) echo '^(common/|supervisor/holder/)' ;;
+		*) echo '^(common/|store/store\.h$|fs/view\.h$|supervisor/)' ;;
+		esac
+		;;
 	cli)
 		case $2 in
 		cli/eos-store*) echo '^(common/|store/store\.h$|fs/view\.h$|cli/)' ;;

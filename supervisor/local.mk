@@ -11,6 +11,7 @@ supervisor_libeosd_a_SOURCES = supervisor/daemon.h \
 	supervisor/runfiles.h supervisor/runfiles.c
 EOSD_LIBS = supervisor/libeosd.a $(FS_LIBS) $(EVENT_LIBS)
 include supervisor/session.mk
+include supervisor/holder/holder.mk
 
 bin_PROGRAMS += supervisor/eosd
 supervisor_eosd_SOURCES = supervisor/main.c

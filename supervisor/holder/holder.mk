@@ -1,0 +1,9 @@
+# eos-holder, the per-session namespace holder (supervisor/holder/, doc/holder.md): a small
+# single-threaded binary with libc only (and common/buf.c), installed in libexec. Included by
+# supervisor/local.mk.
+libexec_PROGRAMS = supervisor/holder/eos-holder
+supervisor_holder_eos_holder_SOURCES = supervisor/holder/holder.h supervisor/holder/holder.c \
+	supervisor/holder/holder-proto.h supervisor/holder/holder-proto.c \
+	supervisor/holder/ns.c supervisor/holder/rootfs.c supervisor/holder/command.c \
+	supervisor/holder/proctree.c supervisor/holder/harden.c
+supervisor_holder_eos_holder_LDADD = common/libeos-common.a
