@@ -16,7 +16,7 @@
 # Every project include is written from the top ("store/kv.h", not "kv.h"). Each foreign library
 # is wrapped in one file: <rocksdb/...> only in store/kv.c, <zstd.h> only in store/codec.c,
 # <openssl/...> only in common/digest.c, <archive.h> only in store/archive.c, <fuse*.h> only in
-# fs/ops.c, <git2.h> and <git2/...> only in store/git.c.
+# fs/ops.c, <git2.h> and <git2/...> only in store/git.c, <seccomp.h> only in supervisor/seccomp.c.
 # Finally the public headers (store/store.h, fs/view.h, common/*.h) must compile on their own.
 #
 # Environment: EOS_BUILD_DIR (where config.h is; default: the current directory when it holds
@@ -63,6 +63,7 @@ owner_of() {
 	git2.h | git2/*) echo store/git.c ;;
 	archive.h | archive_entry.h) echo store/archive.c ;;
 	fuse_lowlevel.h | fuse.h | fuse_common.h | fuse3/*) echo fs/ops.c ;;
+	seccomp.h) echo supervisor/seccomp.c ;;
 	esac
 }
 

@@ -7,3 +7,7 @@ supervisor_holder_eos_holder_SOURCES = supervisor/holder/holder.h supervisor/hol
 	supervisor/holder/ns.c supervisor/holder/rootfs.c supervisor/holder/command.c \
 	supervisor/holder/proctree.c supervisor/holder/harden.c
 supervisor_holder_eos_holder_LDADD = common/libeos-common.a
+
+# The commands' seccomp filter, built by eosd (supervisor/seccomp.c: the only user of libseccomp).
+supervisor_libeosd_a_SOURCES += supervisor/seccomp.h supervisor/seccomp.c
+supervisor_libeosd_a_CFLAGS += $(SECCOMP_CFLAGS)
