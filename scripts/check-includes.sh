@@ -6,7 +6,9 @@
 #   common/      includes only common/ (libc-only helpers)
 #   store/       includes only common/ and store/
 #   fs/          common/, store/store.h and fs/
-#   supervisor/  common/, store/store.h, fs/view.h and supervisor/
+#   supervisor/  common/, store/store.h, fs/view.h and supervisor/; the holder binary
+#                supervisor/holder/ only common/ and supervisor/holder/ (libc only: no store,
+#                no view, nothing of eosd)
 #   cli/         common/ and cli/ (eosctl talks to eosd only over the wire); the offline tool
 #                cli/eos-store* also the public headers store/store.h and fs/view.h
 #   bench/       only the public headers store/store.h, fs/view.h and common/*, and bench/
@@ -14,7 +16,8 @@
 # Every project include is written from the top ("store/kv.h", not "kv.h"). Each foreign library
 # is wrapped in one file: <rocksdb/...> only in store/kv.c, <zstd.h> only in store/codec.c,
 # <openssl/...> only in common/digest.c, <archive.h> only in store/archive.c, <fuse*.h> only in
-# fs/ops-internal.h (shared by fs/ops.c and fs/fuse-mount.c), <git2.h> and <git2/...> only in store/git.c.
+# fs/ops-internal.h (shared by fs/ops.c and fs/fuse-mount.c), <git2.h> and <git2/...> only in
+# store/git.c, <seccomp.h> only in supervisor/seccomp.c.
 # Finally the public headers (store/store.h, fs/view.h, common/*.h) must compile on their own.
 #
 # Environment: EOS_BUILD_DIR (where config.h is; default: the current directory when it holds
@@ -35,7 +38,12 @@ allowed_for() {
 	common) echo '^common/' ;;
 	store) echo '^(common|store)/' ;;
 	fs) echo '^(common/|store/store\.h$|fs/)' ;;
-	supervisor) echo '^(common/|store/store\.h$|fs/view\.h$|supervisor/)' ;;
+	supervisor)
+		case $2 in
+		supervisor/holder/*) echo '^(common/|supervisor/holder/)' ;;
+		*) echo '^(common/|store/store\.h$|fs/view\.h$|supervisor/)' ;;
+		esac
+		;;
 	cli)
 		case $2 in
 		cli/eos-store*) echo '^(common/|store/store\.h$|fs/view\.h$|cli/)' ;;
@@ -56,6 +64,7 @@ owner_of() {
 	git2.h | git2/*) echo store/git.c ;;
 	archive.h | archive_entry.h) echo store/archive.c ;;
 	fuse_lowlevel.h | fuse.h | fuse_common.h | fuse3/*) echo fs/ops-internal.h ;;
+	seccomp.h) echo supervisor/seccomp.c ;;
 	esac
 }
 

@@ -9,8 +9,9 @@ supervisor_libeosd_a_SOURCES = supervisor/daemon.h \
 	supervisor/gateway-request.c \
 	supervisor/ops.h supervisor/ops.c supervisor/sandbox-ops.c \
 	supervisor/runfiles.h supervisor/runfiles.c
-EOSD_LIBS = supervisor/libeosd.a $(FS_LIBS) $(EVENT_LIBS)
+EOSD_LIBS = supervisor/libeosd.a $(FS_LIBS) $(EVENT_LIBS) $(SECCOMP_LIBS)
 include supervisor/session.mk
+include supervisor/holder/holder.mk
 
 bin_PROGRAMS += supervisor/eosd
 supervisor_eosd_SOURCES = supervisor/main.c

@@ -107,3 +107,4 @@ include tests/integration/eosd.mk
 include tests/integration/eosd-sessions.mk
 include tests/integration/eosctl.mk
 include tests/unit/corrupt.mk
+include tests/integration/holder.mk
