@@ -829,6 +829,12 @@ enum eos_export_format {
 /* "dir", "tar", "tar-zst", "patch"; -EINVAL naming s otherwise. */
 int eos_export_format_parse(const char *s, enum eos_export_format *ret, struct eos_error *err);
 
+/* An export's progress, for eos_export_options.progress. */
+struct eos_export_status {
+	uint64_t paths, total_paths; /* paths written so far, of those the format writes */
+	uint64_t files, bytes;	     /* files and content bytes written so far */
+};
+
 struct eos_export_options {
 	const char *sandbox;
 	uint64_t from; /* 0: the oldest retained version (the base) */
@@ -837,6 +843,13 @@ struct eos_export_options {
 	const char
 		*dest; /* DIR: the directory to apply onto; others: the file to create, or NULL: */
 	int fd;	       /* … write the archive or patch to this descriptor */
+	/*
+	 * Progress callback (may be NULL), called from the exporting thread only: once the
+	 * changes are known (before that, the export is comparing the versions), at most every
+	 * 100 ms while they are written, and once when all are written.
+	 */
+	void (*progress)(void *ctx, const struct eos_export_status *s);
+	void *progress_ctx;
 };
 
 struct eos_export_result {
