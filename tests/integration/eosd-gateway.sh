@@ -37,6 +37,50 @@ api() {
 	body=$(cat "$T/.body" 2>/dev/null)
 }
 
+# POST /v1/$2 with token $1 and body $3 asking for events: $code, the headers in $T/.headers and
+# the stream in $T/.events.
+stream_api() {
+	code=$(curl -sN --max-time 120 --unix-socket "$SOCK" -D "$T/.headers" -o "$T/.events" \
+		-w '%{http_code}' -H "Authorization: Bearer $1" -H 'Accept: text/event-stream' \
+		-H 'Content-Type: application/json' -H 'Expect:' -X POST "http://eosd/v1/$2" \
+		--data-binary "$3")
+	body=$(cat "$T/.events" 2>/dev/null)
+}
+
+# Evaluate $2 over the server-sent events in file $1, a list ev of (name, data as JSON).
+sse_eval() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+ev, name, data = [], "message", []
+for line in open(sys.argv[1], encoding="utf-8").read().split("\n"):
+    if line == "":
+        if data:
+            ev.append((name, json.loads("\n".join(data))))
+        name, data = "message", []
+    elif line.startswith("event:"):
+        name = line[6:].strip()
+    elif line.startswith("data:"):
+        data.append(line[5:][1:] if line[5:].startswith(" ") else line[5:])
+v = eval(sys.argv[2])
+print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)
+PY
+}
+
+# The events of the last stream_api satisfy $2 (a Python expression over ev).
+expect_events() {
+	local desc=$1 got
+	got=$(sse_eval "$T/.events" "$2" 2>&1)
+	if [[ $got == true ]]; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		diag "expected $2, got: $got" "the stream:" "$(head -c 2000 "$T/.events")"
+	fi
+}
+
+# The phases of the progress events, each once in order of appearance.
+PHASES='(lambda ps: [p for i, p in enumerate(ps) if i == 0 or ps[i - 1] != p])([d.get("phase") for n, d in ev if n == "progress"])'
+
 # The last reply had status $1 (and, with $2, error kind $2 and $3 in its message).
 expect_reply() {
 	local want=$1 kind=${2:-} needle=${3:-} desc=$4 got_kind='' msg=''
@@ -95,6 +139,15 @@ setup_trees() {
 	printf 'keep\n' >"$T/src/keep.txt"
 	printf 'in a tar\n' >"$T/tarsrc/sub/t.txt"
 	tar --zstd -cf "$T/src.tar.zst" -C "$T/tarsrc" . || bail_out "tar --zstd failed"
+	# 3000 small files in 30 directories, for the imports that stream progress
+	python3 - "$T/many" <<'PY' || bail_out "cannot make the tree of 3000 files"
+import os, sys
+for i in range(3000):
+    d = os.path.join(sys.argv[1], "d%02d" % (i % 30))
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "f%04d" % i), "w") as f:
+        f.write(("file %d\n" % i) * (1 + i % 7))
+PY
 }
 
 # --- start-up ---------------------------------------------------------------------------------
@@ -194,6 +247,52 @@ create_list_inspect() {
 		'L000001 1 [] []'
 	api "$MT" management/inspect_sandbox '{"sandbox_id": "nope"}'
 	expect_reply 404 not_found "nope" "inspect_sandbox of a missing sandbox is not_found"
+}
+
+# --- progress events ----------------------------------------------------------------------------
+
+# create_sandbox asked for events: progress (scan, import, commit) then the result, which is the
+# plain reply's document; a failure of the handler is an error event; refusals before it stay
+# plain replies.
+streamed_import() {
+	stream_api "$MT" management/create_sandbox \
+		"{\"args\": {\"source\": \"$T/many\", \"id\": \"many\"}}"
+	check "a create_sandbox asking for events answers 200" test "$code" = 200
+	check "... as text/event-stream" grep -qi '^content-type: text/event-stream' "$T/.headers"
+	expect_events "progress events come first, then exactly one result event, last" \
+		'len(ev) > 1 and [n for n, _ in ev] == ["progress"] * (len(ev) - 1) + ["result"]'
+	expect_events "... through the phases scan, import and commit" \
+		"$PHASES == ['scan', 'import', 'commit']"
+	expect_events "... the import events know the totals, 3000 files" \
+		'all(d["total_files"] == 3000 for n, d in ev if d.get("phase") in ("import", "commit"))'
+	expect_events "... and the last progress event has every file and byte done" \
+		'ev[-2][1]["files"] == 3000 and ev[-2][1]["bytes"] == ev[-2][1]["total_bytes"] == ev[-1][1]["bytes"]'
+	sse_eval "$T/.events" 'ev[-1][1]' >"$T/streamed.json"
+	api "$MT" management/create_sandbox "{\"args\": {\"source\": \"$T/many\", \"id\": \"many2\"}}"
+	expect_reply 200 "" "" "the same import without events answers a plain reply"
+	check "... whose fields are the result event's, with the same counts" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.loads(sys.argv[2])
+assert sorted(a) == sorted(b), (sorted(a), sorted(b))
+assert all(a[k] == b[k] for k in ("version", "files", "dirs", "bytes", "skipped")), (a, b)
+' "$T/streamed.json" "$body"
+
+	stream_api "$MT" management/create_sandbox "{\"args\": {\"source\": \"$T/nope\"}}"
+	check "a failing create_sandbox asking for events answers 200 too" test "$code" = 200
+	expect_events "... and ends with an error event, no result" \
+		'ev[-1][0] == "error" and [n for n, _ in ev if n != "progress"] == ["error"]'
+	expect_events "... holding the error envelope, kind not_found naming the path" \
+		'ev[-1][1]["error"]["kind"] == "not_found" and "nope" in ev[-1][1]["error"]["message"]'
+	stream_api "$MT" management/create_sandbox '{"args": {"source": "/x", "colour": 1}}'
+	expect_reply 400 invalid_request "'colour'" \
+		"a request refused before its handler runs is a plain reply, even asking for events"
+	stream_api "$MT" management/list_sandboxes '{}'
+	check "an operation that is not long-running answers plain JSON" \
+		grep -qi '^content-type: application/json' "$T/.headers"
+	check "... its usual document" test "$(field 'len(d["sandboxes"]) >= 3')" = true
+	api "$MT" management/destroy_sandbox '{"sandbox_id": "many"}'
+	api "$MT" management/destroy_sandbox '{"sandbox_id": "many2"}'
+	expect_reply 200 "" "" "destroy both imports of the 3000 files"
 }
 
 refusals() {
@@ -314,6 +413,108 @@ EOF
 		grep -qx 'closed by eosd' "$T/slow.out"
 }
 
+# --- requests held in flight (the failpoint gateway.handler=wait:FILE) ---------------------------
+
+FP_ST=$T/state-fp
+FP_SOCK=$T/fp.sock
+
+# Wait (up to 60 s) for file $1.
+wait_file() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		[[ -e $1 ]] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# An eosd of its own in the foreground, its environment with $@ added (FP_PID, log $T/fp.log).
+start_fp_eosd() {
+	rm -f "$FP_ST/eosd.json"
+	env "$@" "$EOSD_BIN" --state-dir "$FP_ST" -f --listen "unix:$FP_SOCK" 2>"$T/fp.log" &
+	FP_PID=$!
+	track_pid "$FP_PID"
+	wait_file "$FP_ST/eosd.json" || bail_out "the eosd with a held failpoint did not start"
+}
+
+# POST /v1/$2 with token $1 and body $3 to that eosd; $4.code appears once it has answered
+# (the status), with $4.h (headers) and $4.body.
+fp_api() {
+	curl -s --max-time 120 --unix-socket "$FP_SOCK" -D "$4.h" -o "$4.body" -w '%{http_code}' \
+		-H "Authorization: Bearer $1" -X POST "http://eosd/v1/$2" --data-binary "$3" \
+		>"$4.tmp"
+	mv "$4.tmp" "$4.code"
+}
+
+stop_fp_eosd() {
+	kill -TERM "$FP_PID"
+	wait "$FP_PID"
+	check "$1: SIGTERM, exit status 0" test "$?" = 0
+}
+
+# The sockets process $1 holds open.
+sockets_of() {
+	find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l
+}
+
+have_failpoints() {
+	grep -q '^#define EOS_FAILPOINTS 1' "$top_builddir/config.h" 2>/dev/null
+}
+
+# A client that leaves in the middle of a streamed import: the import goes on to the end, eosd
+# stays healthy and keeps no connection of it.
+client_gone() {
+	local mt sockets i
+	start_fp_eosd "EOS_FAILPOINTS=gateway.handler=wait:$T/go2"
+	mt=$(cat "$FP_ST/tokens/management")
+	sockets=$(sockets_of "$FP_PID")
+	python3 - "$FP_SOCK" "$mt" "$T/many" >"$T/gone.out" 2>&1 <<'PY'
+import json, socket, sys
+body = json.dumps({"args": {"source": sys.argv[3], "id": "gone"}}).encode()
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"POST /v1/management/create_sandbox HTTP/1.1\r\nHost: eosd\r\n"
+          b"Authorization: Bearer " + sys.argv[2].encode() + b"\r\n"
+          b"Accept: text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+head = b""
+while b"\r\n\r\n" not in head:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    head += chunk
+print(head.split(b"\r\n")[0].decode())
+s.close()
+PY
+	check "gone: the stream began (200) while the handler was held" \
+		grep -q '^HTTP/1.1 200' "$T/gone.out"
+	touch "$T/go2"
+	for ((i = 0; i < 1200; i++)); do
+		fp_api "$mt" management/list_sandboxes '{}' "$T/gl"
+		grep -q '"gone"' "$T/gl.body" && break
+		sleep 0.05
+	done
+	check "... the import ran to its end without its client: the sandbox exists" \
+		grep -q '"gone"' "$T/gl.body"
+	fp_api "$mt" management/inspect_sandbox '{"sandbox_id": "gone"}' "$T/gi"
+	check "... with its 3000 files (and 30 directories)" test "$(json_get 'd["layer_list"][0]["created"]' \
+		<"$T/gi.body")" = 3030
+	for ((i = 0; i < 600; i++)); do
+		(($(sockets_of "$FP_PID") <= sockets)) && break
+		sleep 0.05
+	done
+	check "... and eosd holds no socket more than before the client came" \
+		test "$(sockets_of "$FP_PID")" -le "$sockets"
+	stop_fp_eosd "gone"
+}
+
+held_requests() {
+	if ! have_failpoints; then
+		ok "# SKIP requests held in flight: this build has no failpoints (--enable-failpoints)"
+		return
+	fi
+	client_gone
+}
+
 # The socket is 0600; opened up, the SO_PEERCRED check still refuses another uid.
 other_uid() {
 	if ((EUID != 0)); then
@@ -393,9 +594,16 @@ export_squash_destroy() {
 	check "the tar holds the new file" grep -q 'dir/new.txt' <(tar -tf "$T/out.tar")
 	api "$MT" management/export_changes '{"sandbox_id": "s1", "args": {"format": "tar"}}'
 	expect_reply 400 invalid "'dest'" "a tar export without dest is refused, naming dest"
-	api "$MT" management/squash_layerstacks '{"sandbox_id": "s1"}'
-	expect_reply 200 "" "" "squash_layerstacks answers"
-	check "it folded layers" test "$(field 'd["layers_removed"] >= 1')" = true
+	stream_api "$MT" management/export_changes '{"sandbox_id": "s1", "args": {"format": "patch"}}'
+	expect_events "export_changes asking for events: the phases diff and export, then the result" \
+		"$PHASES == ['diff', 'export'] and ev[-1][0] == 'result'"
+	expect_events "... the last export event has every path written" \
+		'[d for n, d in ev if n == "progress"][-1]["paths"] == [d for n, d in ev if n == "progress"][-1]["total_paths"] > 0'
+	expect_events "... and the result holds the patch" '"+TWO" in ev[-1][1]["patch"]'
+	stream_api "$MT" management/squash_layerstacks '{"sandbox_id": "s1"}'
+	expect_events "squash_layerstacks asking for events: the phase squash, then the result" \
+		"$PHASES == ['squash'] and ev[-1][0] == 'result'"
+	check "it folded layers" test "$(sse_eval "$T/.events" 'ev[-1][1]["layers_removed"] >= 1')" = true
 	if ((HAVE_SESSION)); then
 		api "$MT" management/destroy_sandbox '{"sandbox_id": "s1"}'
 		expect_reply 409 busy "'ws1'" "destroy_sandbox is refused while a session exists, naming it"
@@ -424,9 +632,11 @@ second_instance
 refused_listens
 health_ping_version
 create_list_inspect
+streamed_import
 refusals
 issued_tokens
 slow_client
+held_requests
 other_uid
 stop_background
 offline_changes
