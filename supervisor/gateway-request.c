@@ -258,6 +258,22 @@ wants_events(struct evhttp_request *req)
 	return a && strcasestr(a, "text/event-stream");
 }
 
+/*
+ * The pool refused the job: its queue is full (eosd is overloaded for the moment, not in
+ * conflict with anything the caller did: busy stays for a session's admission) or eosd is
+ * stopping. Either way 503 unavailable, with a hint of when to try again.
+ */
+static void
+refuse_queue(struct evhttp_request *req, int r)
+{
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+	if (r == -EBUSY)
+		eosd_gateway_send_errorf(req, EOS_ERRKIND_UNAVAILABLE,
+					 "eosd is busy (its queue of requests is full): try again");
+	else
+		eosd_gateway_send_error(req, EOS_ERRKIND_UNAVAILABLE, "eosd is stopping");
+}
+
 static void
 dispatch(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_op *op)
 {
@@ -275,9 +291,7 @@ dispatch(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_o
 	j->wants_stream = op->long_running && wants_events(req);
 	r = eosd_pool_submit(gw->pool, job_run, j);
 	if (r < 0) {
-		eosd_gateway_send_errorf(
-			req, r == -EBUSY ? EOS_ERRKIND_BUSY : EOS_ERRKIND_UNAVAILABLE,
-			"eosd is %s: try again", r == -EBUSY ? "busy (queue full)" : "stopping");
+		refuse_queue(req, r);
 		eosd_gateway_job_free(j);
 		return;
 	}

@@ -337,6 +337,27 @@ listen_all(struct eosd_gateway *gw, const struct eosd_gateway_options *o, struct
 	return r;
 }
 
+/*
+ * The worker pool: cores + 2 threads and EOSD_POOL_QUEUE_MAX jobs, or, for tests only,
+ * EOSD_TEST_POOL="THREADS:QUEUE" (a pool small enough for a test to fill; doc/eosd.md).
+ */
+static int
+pool_new(struct eosd_gateway *gw, struct eos_error *err)
+{
+	const char *env = getenv("EOSD_TEST_POOL");
+	unsigned threads = eosd_pool_default_threads(), queue = EOSD_POOL_QUEUE_MAX;
+	int n = 0;
+
+	if (env && env[0] &&
+	    (sscanf(env, "%u:%u%n", &threads, &queue, &n) != 2 || env[n] != '\0' || threads < 1 ||
+	     threads > EOSD_POOL_THREADS_MAX || queue < 1 || queue > EOSD_POOL_QUEUE_MAX))
+		return eos_error_set(
+			err, -EINVAL,
+			"EOSD_TEST_POOL='%s': expected THREADS:QUEUE (1 to %d, 1 to %d)", env,
+			EOSD_POOL_THREADS_MAX, EOSD_POOL_QUEUE_MAX);
+	return eosd_pool_new(threads, queue, &gw->pool, err);
+}
+
 int
 eosd_gateway_new(struct eosd *d, const struct eosd_gateway_options *opts, struct eosd_gateway **ret,
 		 struct eos_error *err)
@@ -353,7 +374,7 @@ eosd_gateway_new(struct eosd *d, const struct eosd_gateway_options *opts, struct
 	pthread_mutex_init(&gw->done_lock, NULL);
 	r = loop_new(gw, err);
 	if (r >= 0)
-		r = eosd_pool_new(eosd_pool_default_threads(), EOSD_POOL_QUEUE_MAX, &gw->pool, err);
+		r = pool_new(gw, err);
 	if (r >= 0)
 		r = listen_all(gw, opts, err);
 	if (r < 0)

@@ -461,6 +461,37 @@ have_failpoints() {
 	grep -q '^#define EOS_FAILPOINTS 1' "$top_builddir/config.h" 2>/dev/null
 }
 
+# A full worker queue is answered 503 unavailable with Retry-After: a pool of one worker and a
+# queue of one (EOSD_TEST_POOL), the worker held by the failpoint.
+queue_full() {
+	local ot a=$T/qa b=$T/qb c=$T/qc first other i
+	start_fp_eosd EOSD_TEST_POOL=1:1 "EOS_FAILPOINTS=gateway.handler=wait:$T/go1"
+	ot=$(cat "$FP_ST/tokens/observability")
+	fp_api "$ot" observability/ping '{}' "$a" &
+	check "queue: the one worker holds a request" wait_file "$T/go1.waiting"
+	fp_api "$ot" observability/ping '{}' "$b" &
+	fp_api "$ot" observability/ping '{}' "$c" &
+	for ((i = 0; i < 1200; i++)); do
+		[[ -e $b.code || -e $c.code ]] && break
+		sleep 0.05
+	done
+	first=$b other=$c
+	[[ -e $b.code ]] || first=$c other=$b
+	check "... a request beyond the queue of one is answered at once: 503" \
+		test "$(cat "$first.code")" = 503
+	check "... kind unavailable, saying the queue is full" test "$(json_get \
+		'd["error"]["kind"] + ":" + str("queue" in d["error"]["message"])' <"$first.body")" = \
+		unavailable:True
+	check "... with a Retry-After header" grep -qi '^retry-after: [0-9]' "$first.h"
+	check "... while the queued one waits" not test -e "$other.code"
+	touch "$T/go1"
+	check "the held request is answered once released" wait_file "$a.code"
+	check "... 200" test "$(cat "$a.code")" = 200
+	check "the queued one is answered too, 200" wait_file "$other.code"
+	check "... 200" test "$(cat "$other.code")" = 200
+	stop_fp_eosd "queue"
+}
+
 # A client that leaves in the middle of a streamed import: the import goes on to the end, eosd
 # stays healthy and keeps no connection of it.
 client_gone() {
@@ -512,6 +543,7 @@ held_requests() {
 		ok "# SKIP requests held in flight: this build has no failpoints (--enable-failpoints)"
 		return
 	fi
+	queue_full
 	client_gone
 }
 
