@@ -538,6 +538,48 @@ PY
 	stop_fp_eosd "gone"
 }
 
+# SIGTERM while a request (an import of 3000 files) is in flight: new requests get 503, the
+# import completes and is answered, eosd exits 0, and the store is clean.
+stop_in_flight() {
+	local mt ot held
+	start_fp_eosd EOS_LOG=info "EOS_FAILPOINTS=gateway.handler=wait:$T/go3"
+	mt=$(cat "$FP_ST/tokens/management")
+	ot=$(cat "$FP_ST/tokens/observability")
+	fp_api "$mt" management/create_sandbox "{\"args\": {\"source\": \"$T/many\", \"id\": \"held\"}}" \
+		"$T/held" &
+	held=$!
+	check "stop: an import is in flight" wait_file "$T/go3.waiting"
+	kill -TERM "$FP_PID"
+	wait_file_grep "stopping (1 requests in flight)" "$T/fp.log"
+	check "... SIGTERM: eosd says it is stopping with 1 request in flight" \
+		grep -q 'stopping (1 requests in flight)' "$T/fp.log"
+	fp_api "$ot" observability/ping '{}' "$T/late"
+	check "... a new request gets 503" test "$(cat "$T/late.code")" = 503
+	check "... kind unavailable: stopping" test "$(json_get 'd["error"]["message"]' \
+		<"$T/late.body")" = "eosd is stopping"
+	check "... eosd waits for the import" kill -0 "$FP_PID"
+	touch "$T/go3"
+	wait "$FP_PID"
+	check "... then exits 0" test "$?" = 0
+	wait "$held" # the client may still be writing down the answer it got
+	check "... once the import was answered, 200" test "$(cat "$T/held.code" 2>/dev/null)" = 200
+	check "... with its 3000 files" test "$(json_get 'd["files"]' <"$T/held.body")" = 3000
+	run eos_store --store "$FP_ST/store" --json fsck
+	expect_rc 0 "... and the store it closed is clean (eos-store fsck)"
+	run eos_store --store "$FP_ST/store" --json ls
+	check "... and holds the import" json_has_sandbox held <<<"$out"
+}
+
+# Wait (up to 60 s) until file $2 holds the text $1.
+wait_file_grep() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		grep -qF "$1" "$2" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 held_requests() {
 	if ! have_failpoints; then
 		ok "# SKIP requests held in flight: this build has no failpoints (--enable-failpoints)"
@@ -545,6 +587,7 @@ held_requests() {
 	fi
 	queue_full
 	client_gone
+	stop_in_flight
 }
 
 # The socket is 0600; opened up, the SO_PEERCRED check still refuses another uid.
