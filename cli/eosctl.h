@@ -143,9 +143,10 @@ bool eosctl_output_is_text(enum eosctl_output o);
 /* What <state>/eosd.json says of the running eosd. */
 struct eosctl_daemon_info {
 	long pid;
-	char *socket;  /* owned */
-	char *tcp;     /* owned, or NULL */
-	char *version; /* owned, or NULL */
+	char *socket;	   /* owned */
+	char *tcp;	   /* owned, or NULL */
+	char *version;	   /* owned, or NULL */
+	char *runtime_dir; /* owned, or NULL (an eosd older than the per-state runtime dirs) */
 };
 void eosctl_daemon_info_release(struct eosctl_daemon_info *info);
 

@@ -23,17 +23,22 @@ tap_tmpdir
 
 ST=$T/state
 export EOS_RUNTIME_DIR=$T/run
-SOCK=$EOS_RUNTIME_DIR/eosd.sock
+SOCK=$(eosd_runtime_dir "$ST")/eosd.sock
 code=
 body=
 
 # POST /v1/$2 with token $1 and body $3: sets $code (HTTP status) and $body.
 api() {
+	api_at "$SOCK" "$@"
+}
+
+# The same to the eosd at socket $1.
+api_at() {
 	local auth=()
-	[[ -n $1 ]] && auth=(-H "Authorization: Bearer $1")
-	code=$(curl -s --max-time 120 --unix-socket "$SOCK" -o "$T/.body" -w '%{http_code}' \
+	[[ -n $2 ]] && auth=(-H "Authorization: Bearer $2")
+	code=$(curl -s --max-time 120 --unix-socket "$1" -o "$T/.body" -w '%{http_code}' \
 		"${auth[@]}" -H 'Content-Type: application/json' -H 'Expect:' \
-		-X POST "http://eosd/v1/$2" --data-binary "$3")
+		-X POST "http://eosd/v1/$3" --data-binary "$4")
 	body=$(cat "$T/.body" 2>/dev/null)
 }
 
@@ -170,8 +175,11 @@ start_background() {
 	check "eosd.json exists when the parent returns" test -s "$ST/eosd.json"
 	PID=$(eosd_pid)
 	check "eosd.json names a running eosd" kill -0 "$PID"
-	check "eosd.json names the socket" \
+	check "eosd.json names the socket, in eosd's directory of the runtime directory" \
 		test "$(json_get 'd["socket"]' <"$ST/eosd.json")" = "$SOCK"
+	check "... which it names too, keyed by the state directory" \
+		test "$(json_get 'd["runtime_dir"]' <"$ST/eosd.json")" = "$(eosd_runtime_dir "$ST")"
+	check "... made 0700" test "$(mode_of "$(eosd_runtime_dir "$ST")")" = 700
 	check "the socket is 0600" test "$(mode_of "$SOCK")" = 600
 	check "eosd.json is 0600" test "$(mode_of "$ST/eosd.json")" = 600
 	check "the tokens directory is 0700" test "$(mode_of "$ST/tokens")" = 700
@@ -197,7 +205,8 @@ second_instance() {
 
 # Start-up refusals of an eosd of another state directory; the running one is untouched.
 refused_listens() {
-	run "$EOSD_BIN" --state-dir "$T/state2" -f
+	local long
+	run "$EOSD_BIN" --state-dir "$T/state2" -f --listen "unix:$SOCK"
 	expect_rc_match 1 err "another process serves it" \
 		"an eosd of another state dir refuses a socket that a live eosd serves"
 	run "$EOSD_BIN" --state-dir "$T/state2" -f --listen "unix:$T/s2.sock" \
@@ -206,6 +215,11 @@ refused_listens() {
 		"a TCP address off loopback is refused without --listen-any"
 	check "the refused eosd wrote no eosd.json" not test -e "$T/state2/eosd.json"
 	check "and removed its socket" not test -e "$T/s2.sock"
+	long=$T/$(printf 'r%.0s' {1..80})
+	EOS_RUNTIME_DIR=$long run "$EOSD_BIN" --state-dir "$T/state2" -f
+	expect_rc_match 1 err "the socket '$(EOS_RUNTIME_DIR=$long eosd_runtime_dir "$T/state2")/eosd.sock' is longer than the 107 bytes" \
+		"a default socket path too long for a Unix socket is refused, naming it"
+	check "... and how to do without it" grep -q "shorter EOS_RUNTIME_DIR, or pass --listen" <<<"$err"
 	api "$OT" observability/ping '{}'
 	expect_reply 200 "" "" "the running eosd still answers on its socket"
 }
@@ -601,11 +615,11 @@ other_uid() {
 		-X POST http://eosd/v1/management/list_sandboxes -d '{}')
 	run "${user_curl[@]}"
 	check "another uid cannot connect to the 0600 socket" test "$rc" != 0 -o "${out##*$'\n'}" = 000
-	chmod 0711 "$T/run"
+	chmod 0711 "$T/run" "$(dirname "$SOCK")"
 	chmod 0666 "$SOCK"
 	run "${user_curl[@]}"
 	chmod 0600 "$SOCK"
-	chmod 0700 "$T/run"
+	chmod 0700 "$T/run" "$(dirname "$SOCK")"
 	check "another uid on an opened-up socket is refused by SO_PEERCRED (403)" \
 		test "${out##*$'\n'}" = 403
 	check "the refusal is forbidden" test "$(head -n1 <<<"$out" | json_get 'd["error"]["kind"]')" = forbidden
@@ -636,6 +650,56 @@ offline_changes() {
 	else
 		diag "FUSE unusable here: destroy_sandbox's refusal is checked without a session"
 	fi
+}
+
+# Two eosd of different state directories sharing one runtime directory: each has a directory of
+# its own there (socket, session views), and both serve sessions at once, even of the same
+# sandbox and session names.
+two_daemons() {
+	local s dir mp pids=()
+	for s in a b; do
+		run "$EOSD_BIN" --state-dir "$T/state-$s"
+		expect_rc 0 "one runtime directory, two state directories: eosd $s starts"
+		pids+=("$(json_get 'd["pid"]' <"$T/state-$s/eosd.json")")
+		dir=$(json_get 'd["runtime_dir"]' <"$T/state-$s/eosd.json")
+		check "... in a directory of its own in the runtime directory" \
+			test "$dir" = "$(eosd_runtime_dir "$T/state-$s")"
+		check "... with its socket there" \
+			test "$(json_get 'd["socket"]' <"$T/state-$s/eosd.json")" = "$dir/eosd.sock"
+	done
+	check "... the two directories differ" \
+		test "$(eosd_runtime_dir "$T/state-a")" != "$(eosd_runtime_dir "$T/state-b")"
+	for s in a b; do
+		api_at "$(eosd_runtime_dir "$T/state-$s")/eosd.sock" "$(cat "$T/state-$s/tokens/management")" \
+			management/create_sandbox "{\"args\": {\"source\": \"$T/src\", \"id\": \"sb\"}}"
+		expect_reply 200 "" "" "eosd $s imports sandbox sb"
+	done
+	if ((!HAVE_SESSION)); then
+		diag "FUSE unusable here: the two eosd serve no session"
+	else
+		for s in a b; do
+			api_at "$(eosd_runtime_dir "$T/state-$s")/eosd.sock" "$(cat "$T/state-$s/tokens/runtime")" \
+				runtime/create_workspace_session \
+				'{"sandbox_id": "sb", "args": {"workspace_session_id": "w1"}}'
+			expect_reply 200 "" "" "eosd $s serves session w1 of sb"
+			mp=$(field 'd["mount_path"]')
+			check "... at its own mount path" \
+				test "$mp" = "$(eosd_runtime_dir "$T/state-$s")/sessions/sb/w1"
+			api_at "$(eosd_runtime_dir "$T/state-$s")/eosd.sock" "$(cat "$T/state-$s/tokens/runtime")" \
+				runtime/file_write "{\"sandbox_id\": \"sb\", \"args\": {\"workspace_session_id\": \"w1\", \"path\": \"who.txt\", \"content\": \"eosd $s\\n\"}}"
+			expect_reply 200 "" "" "... which takes a write"
+		done
+		for s in a b; do
+			check "both views are live at once: eosd $s's shows its own write" grep -qx "eosd $s" \
+				"$(eosd_runtime_dir "$T/state-$s")/sessions/sb/w1/who.txt"
+		done
+	fi
+	for s in 0 1; do
+		kill -TERM "${pids[$s]}"
+		check "eosd $((s + 1)) of 2 stops" wait_gone "${pids[$s]}"
+	done
+	check "... and both sockets are gone" not test -e "$(eosd_runtime_dir "$T/state-a")/eosd.sock" -o \
+		-e "$(eosd_runtime_dir "$T/state-b")/eosd.sock"
 }
 
 start_foreground() {
@@ -715,6 +779,7 @@ held_requests
 other_uid
 stop_background
 offline_changes
+two_daemons
 start_foreground
 export_squash_destroy
 stop_foreground
