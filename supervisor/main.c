@@ -47,7 +47,8 @@ static const char usage_text[] =
 	"  --listen unix:PATH  the socket (default: RUNTIME/KEY/eosd.sock, RUNTIME being\n"
 	"                      $EOS_RUNTIME_DIR, /run/eos for root, else $XDG_RUNTIME_DIR/eos,\n"
 	"                      and KEY a hash of the state directory)\n"
-	"  --listen tcp:HOST:PORT  also listen on TCP (loopback only unless --listen-any)\n"
+	"  --listen tcp:HOST:PORT  also listen on TCP (loopback only unless --listen-any;\n"
+	"                      an IPv6 HOST in brackets: tcp:[::1]:PORT)\n"
 	"  --listen-any        allow a non-loopback TCP address\n"
 	"  --version           print the version\n"
 	"  --help              print this help\n";

@@ -213,6 +213,14 @@ refused_listens() {
 		--listen tcp:0.0.0.0:0
 	expect_rc_match 1 err "'0.0.0.0' is not a loopback address" \
 		"a TCP address off loopback is refused without --listen-any"
+	run "$EOSD_BIN" --state-dir "$T/state2" -f --listen "unix:$T/s2.sock" \
+		--listen 'tcp:[2001:db8::1]:0'
+	expect_rc_match 1 err "'2001:db8::1' is not a loopback address" \
+		"an IPv6 address off loopback is refused without --listen-any"
+	run "$EOSD_BIN" --state-dir "$T/state2" -f --listen "unix:$T/s2.sock" --listen 'tcp:[::]:0'
+	expect_rc_match 1 err "'::' is not a loopback address" "... the IPv6 any address too"
+	run "$EOSD_BIN" --state-dir "$T/state2" -f --listen "unix:$T/s2.sock" --listen 'tcp:::1:0'
+	expect_rc_match 1 err "an IPv6 one goes in brackets" "an IPv6 address without brackets is refused"
 	check "the refused eosd wrote no eosd.json" not test -e "$T/state2/eosd.json"
 	check "and removed its socket" not test -e "$T/s2.sock"
 	long=$T/$(printf 'r%.0s' {1..80})
@@ -652,6 +660,30 @@ offline_changes() {
 	fi
 }
 
+# --listen tcp:[::1]:PORT: eosd on the IPv6 loopback, where the machine has one.
+ipv6_loopback() {
+	local pid tcp
+	if ! python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2>/dev/null; then
+		ok "# SKIP IPv6 loopback: this machine has no ::1 to bind (only the refusals are checked)"
+		return
+	fi
+	"$EOSD_BIN" --state-dir "$T/state6" -f --listen "unix:$T/s6.sock" --listen 'tcp:[::1]:0' \
+		2>"$T/eosd6.err" &
+	pid=$!
+	track_pid "$pid"
+	check "eosd listening on tcp:[::1]:0 becomes ready" wait_file "$T/state6/eosd.json"
+	tcp=$(json_get 'd["tcp"]' <"$T/state6/eosd.json")
+	check "... eosd.json names the IPv6 loopback address and its port" \
+		grep -qxE '\[::1\]:[0-9]+' <<<"$tcp"
+	code=$(curl -sg --max-time 60 -o "$T/.body" -w '%{http_code}' \
+		-H "Authorization: Bearer $(cat "$T/state6/tokens/observability")" \
+		-X POST "http://$tcp/v1/observability/ping" -d '{}')
+	check "... ping answers over [::1]" test "$code" = 200
+	kill -TERM "$pid"
+	wait "$pid"
+	check "... and SIGTERM stops it, exit 0" test "$?" = 0
+}
+
 # Two eosd of different state directories sharing one runtime directory: each has a directory of
 # its own there (socket, session views), and both serve sessions at once, even of the same
 # sandbox and session names.
@@ -780,6 +812,7 @@ other_uid
 stop_background
 offline_changes
 two_daemons
+ipv6_loopback
 start_foreground
 export_squash_destroy
 stop_foreground
