@@ -29,17 +29,22 @@ struct progress {
 
 /* eos_import_options.progress: one status line on the terminal, at most ten times a second. */
 static void
-import_progress(void *ctx, uint64_t files, uint64_t bytes)
+import_progress(void *ctx, const struct eos_import_status *s)
 {
 	struct progress *p = ctx;
 	int64_t now = eos_mono_ns();
 
-	if (now - p->last_ns < PROGRESS_INTERVAL_NS)
+	if (now - p->last_ns < PROGRESS_INTERVAL_NS && s->phase == EOS_IMPORT_STAGE)
 		return;
 	p->last_ns = now;
 	p->shown = true;
-	fprintf(stderr, "\rimporting: %llu files, %.1f MB\033[K", (unsigned long long)files,
-		(double)bytes / 1e6);
+	if (s->phase == EOS_IMPORT_SCAN)
+		fputs("\rimporting: scanning the source\033[K", stderr);
+	else
+		fprintf(stderr, "\rimporting: %llu of %llu files, %.1f of %.1f MB%s\033[K",
+			(unsigned long long)s->files, (unsigned long long)s->total_files,
+			(double)s->bytes / 1e6, (double)s->total_bytes / 1e6,
+			s->phase == EOS_IMPORT_COMMIT ? ", committing" : "");
 }
 
 static int

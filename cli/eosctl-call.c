@@ -2,8 +2,10 @@
 /*
  * eosctl-call: one operation over the wire — find eosd (starting it when none answers), send
  * POST /v1/<surface>/<operation> with the surface's token, and turn the reply into output and an
- * exit status. A spinner with the elapsed time goes to stderr for a long-running operation while
- * stderr is a terminal (eosd does not stream progress yet).
+ * exit status. For a long-running operation while stderr is a terminal, progress goes to stderr
+ * (eosctl-progress.c): unless --json, eosctl asks for eosd's events (Accept: text/event-stream)
+ * and draws them; the "result" or "error" event that ends the stream is then the reply, output
+ * exactly as a plain reply would be.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -23,7 +25,6 @@
 
 enum {
 	DEFAULT_TIMEOUT_MS = 120000,
-	SPINNER_AFTER_MS = 300,
 	DYING_WAIT_MS = 5000, /* for a killed eosd to finish exiting */
 };
 
@@ -34,15 +35,18 @@ struct call {
 	bool from_state;	   /* the endpoint came from eosd.json: autostart may help */
 	bool started;		   /* this call started eosd */
 	bool json;		   /* errors as JSON */
-	int64_t start_ns;
-	unsigned frame;
-	bool drawn;
+	bool show_progress;	   /* a long-running operation, stderr a terminal */
+	bool events;		   /* ... and not --json: ask for eosd's events */
+	struct eosctl_progress progress;
+	char *final;	  /* a stream's "result" or "error" event: its data (owned) */
+	bool final_error; /* it was "error" */
 };
 
 static void
 call_release(struct call *c)
 {
 	free(c->state);
+	free(c->final);
 	eosctl_endpoint_release(&c->ep);
 }
 
@@ -50,23 +54,25 @@ static void
 tick(void *arg)
 {
 	struct call *c = arg;
-	int64_t ms = (eos_mono_ns() - c->start_ns) / 1000000;
 
-	if (ms < SPINNER_AFTER_MS)
-		return;
-	fprintf(stderr, "\r%c %s %s: %lld.%llds ", "|/-\\"[c->frame++ % 4],
-		c -> cmd -> op -> cli_group, c -> cmd -> op -> cli_verb, (long long)(ms / 1000),
-		(long long)(ms % 1000 / 100));
-	fflush(stderr);
-	c->drawn = true;
+	eosctl_progress_tick(&c->progress);
 }
 
+/* An event of eosd's stream: progress is drawn, the last one is the reply. */
 static void
-spinner_clear(struct call *c)
+on_event(void *arg, const char *name, const char *data)
 {
-	if (c->drawn)
-		fprintf(stderr, "\r\033[K");
-	c->drawn = false;
+	struct call *c = arg;
+
+	if (strcmp(name, "progress") == 0) {
+		eosctl_progress_event(&c->progress, data);
+		return;
+	}
+	if (strcmp(name, "result") != 0 && strcmp(name, "error") != 0)
+		return; /* an event of a later eosd: not ours to draw */
+	free(c->final);
+	c->final = strdup(data);
+	c->final_error = name[0] == 'e';
 }
 
 static int
@@ -165,15 +171,19 @@ send_op(struct call *c, const char *token, const char *body, struct eosctl_http_
 		.timeout_ms = c->cmd->timeout_ms > 0 ? c->cmd->timeout_ms
 			      : op->long_running     ? 0
 						     : DEFAULT_TIMEOUT_MS,
-		.tick = op->long_running && isatty(STDERR_FILENO) ? tick : NULL,
+		.tick = c->show_progress ? tick : NULL,
 		.tick_arg = c,
+		.on_event = c->events ? on_event : NULL,
+		.event_arg = c,
 	};
 	int r;
 
 	snprintf(target, sizeof(target), "/v1/%s/%s", eos_surface_name(op->surface), op->name);
-	c->start_ns = eos_mono_ns();
+	eosctl_progress_init(&c->progress, op);
+	free(c->final);
+	c->final = NULL;
 	r = eosctl_http_call(&c->ep, &req, resp, err);
-	spinner_clear(c);
+	eosctl_progress_clear(&c->progress);
 	return r;
 }
 
@@ -196,23 +206,42 @@ send_with_autostart(struct call *c, const char *token, const char *body,
 
 /* --- the reply -------------------------------------------------------------------------------- */
 
+/* A reply's body (ok: a success) as output and an exit status; what names it in messages. */
 static int
-handle_reply(const struct call *c, const struct eosctl_http_response *resp)
+render(const struct call *c, bool ok, const char *body, size_t len, const char *what)
 {
-	EOS_CLEANUP(json_decrefp)
-	json_t *doc = json_loadb(resp->body, resp->body_len, JSON_DECODE_ANY, NULL);
+	EOS_CLEANUP(json_decrefp) json_t *doc = json_loadb(body, len, JSON_DECODE_ANY, NULL);
 	char msg[512];
 
-	if (resp->status == 200 && doc) {
+	if (ok && doc) {
 		eosctl_output_result(stdout, c->cmd->op, doc,
 				     eosctl_output_is_text(c->cmd->output));
 		return fflush(stdout) == 0 ? EOSCTL_EXIT_OK : EOSCTL_EXIT_FAILED;
 	}
 	if (doc && json_is_object(json_object_get(doc, "error")))
 		return eosctl_output_error(stderr, doc, c->json);
-	snprintf(msg, sizeof(msg), "eosd at '%s' answered status %d with %s: %.200s", c->ep.name,
-		 resp->status, doc ? "no error envelope" : "a body that is not JSON", resp->body);
+	snprintf(msg, sizeof(msg), "eosd at '%s' answered %s with %s: %.200s", c->ep.name, what,
+		 doc ? "no error envelope" : "a body that is not JSON", body);
 	return eosctl_output_local_error(stderr, "io", msg, c->json);
+}
+
+static int
+handle_reply(const struct call *c, const struct eosctl_http_response *resp)
+{
+	char what[64], msg[512];
+
+	if (c->events && resp->status == 200 && resp->content_type &&
+	    strncmp(resp->content_type, "text/event-stream", 17) == 0) {
+		snprintf(msg, sizeof(msg),
+			 "eosd at '%s' ended its event stream without a result or an error",
+			 c->ep.name);
+		if (!c->final)
+			return eosctl_output_local_error(stderr, "io", msg, c->json);
+		return render(c, !c->final_error, c->final, strlen(c->final),
+			      c->final_error ? "an error event" : "a result event");
+	}
+	snprintf(what, sizeof(what), "status %d", resp->status);
+	return render(c, resp->status == 200, resp->body, resp->body_len, what);
 }
 
 static int
@@ -242,7 +271,11 @@ int
 eosctl_call_run(const struct eosctl_cmd *cmd)
 {
 	struct call c = { .cmd = cmd, .json = cmd->output == EOSCTL_OUTPUT_JSON };
-	int r = run(&c);
+	int r;
+
+	c.show_progress = cmd->op->long_running && isatty(STDERR_FILENO);
+	c.events = c.show_progress && !c.json;
+	r = run(&c);
 
 	call_release(&c);
 	return r;

@@ -40,6 +40,7 @@ eosctl_daemon_info_release(struct eosctl_daemon_info *info)
 	free(info->socket);
 	free(info->tcp);
 	free(info->version);
+	free(info->runtime_dir);
 	*info = (struct eosctl_daemon_info){ 0 };
 }
 
@@ -98,7 +99,7 @@ eosctl_daemon_info_read(const char *state, struct eosctl_daemon_info *info, stru
 	cleanup_free char *path = NULL;
 	EOS_CLEANUP(json_decrefp) json_t *j = NULL;
 	json_error_t je;
-	const char *sock, *tcp, *version;
+	const char *sock, *tcp, *version, *runtime;
 
 	if (asprintf(&path, "%s/eosd.json", state) < 0)
 		return eos_error_set(err, -ENOMEM, "out of memory");
@@ -110,6 +111,7 @@ eosctl_daemon_info_read(const char *state, struct eosctl_daemon_info *info, stru
 	sock = json_string_value(json_object_get(j, "socket"));
 	tcp = json_string_value(json_object_get(j, "tcp"));
 	version = json_string_value(json_object_get(j, "version"));
+	runtime = json_string_value(json_object_get(j, "runtime_dir"));
 	if (!json_is_integer(json_object_get(j, "pid")) || !sock)
 		return eos_error_set(err, -EBADMSG, "'%s': no pid or socket", path);
 	/*
@@ -124,6 +126,7 @@ eosctl_daemon_info_read(const char *state, struct eosctl_daemon_info *info, stru
 	info->socket = strdup(sock);
 	info->tcp = tcp ? strdup(tcp) : NULL;
 	info->version = version ? strdup(version) : NULL;
+	info->runtime_dir = runtime ? strdup(runtime) : NULL;
 	if (!info->socket) {
 		eosctl_daemon_info_release(info);
 		return eos_error_set(err, -ENOMEM, "out of memory");
@@ -348,6 +351,8 @@ info_doc(const char *state, const struct eosctl_daemon_info *info, bool running)
 		eos_json_set(doc, "pid", json_integer(info->pid));
 		eos_json_set(doc, "socket", json_string(info->socket));
 		eos_json_set(doc, "tcp", info->tcp ? json_string(info->tcp) : json_null());
+		eos_json_set(doc, "runtime_dir",
+			     info->runtime_dir ? json_string(info->runtime_dir) : json_null());
 		eos_json_set(doc, "version",
 			     info->version ? json_string(info->version) : json_null());
 	}

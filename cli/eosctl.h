@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "common/catalog.h"
@@ -142,9 +143,10 @@ bool eosctl_output_is_text(enum eosctl_output o);
 /* What <state>/eosd.json says of the running eosd. */
 struct eosctl_daemon_info {
 	long pid;
-	char *socket;  /* owned */
-	char *tcp;     /* owned, or NULL */
-	char *version; /* owned, or NULL */
+	char *socket;	   /* owned */
+	char *tcp;	   /* owned, or NULL */
+	char *version;	   /* owned, or NULL */
+	char *runtime_dir; /* owned, or NULL (an eosd older than the per-state runtime dirs) */
 };
 void eosctl_daemon_info_release(struct eosctl_daemon_info *info);
 
@@ -171,6 +173,32 @@ bool eosctl_daemon_answers(const struct eosctl_daemon_info *info);
 int eosctl_daemon_start(const struct eosctl_cmd *cmd);
 int eosctl_daemon_stop(const struct eosctl_cmd *cmd);
 int eosctl_daemon_status(const struct eosctl_cmd *cmd);
+
+/* --- eosctl-progress.c ------------------------------------------------------------------------ */
+
+/* What a long-running operation draws on stderr while it runs (a terminal only). Embedded. */
+struct eosctl_progress {
+	const struct eos_op *op;
+	int64_t start_ns;
+	unsigned frame;
+	bool drawn;  /* a line is on the terminal */
+	bool events; /* eosd sent progress: draw at once, not after the spinner's delay */
+	/* the last progress event */
+	char phase[16];
+	bool counts; /* it had files or bytes */
+	uint64_t files, bytes, total_files, total_bytes;
+	uint64_t paths, total_paths; /* an export's */
+	int64_t phase_ns;	     /* when its phase began */
+	uint64_t phase_bytes;	     /* bytes then (for the rate) */
+};
+
+void eosctl_progress_init(struct eosctl_progress *p, const struct eos_op *op);
+/* While waiting (~10 times a second): the spinner after 300 ms, or the last event again. */
+void eosctl_progress_tick(struct eosctl_progress *p);
+/* A "progress" event's data (JSON text, doc/eosd.md): remember it and draw. */
+void eosctl_progress_event(struct eosctl_progress *p, const char *data);
+/* Erase the line drawn, if any. */
+void eosctl_progress_clear(struct eosctl_progress *p);
 
 /* --- eosctl-call.c ---------------------------------------------------------------------------- */
 

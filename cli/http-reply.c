@@ -221,6 +221,19 @@ read_head(struct eosctl_http_conn *c, struct head *h, struct eos_error *err)
 
 /* --- the body --------------------------------------------------------------------------------- */
 
+/* Events: n bytes of the stream go to the parser as they come. */
+static int
+take_events(struct eosctl_http_conn *c, size_t n, struct eos_error *err)
+{
+	int r = eosctl_sse_feed(c->sse, c->in.data + c->pos, n);
+
+	c->pos += n;
+	if (r == -EMSGSIZE)
+		return eos_error_set(err, r, "eosd at '%s' sent an event above %d bytes",
+				     c->ep->name, EOSCTL_HTTP_BODY_MAX);
+	return r < 0 ? eos_error_set(err, r, "eosd at '%s': out of memory", c->ep->name) : 0;
+}
+
 static int
 take(struct eosctl_http_conn *c, size_t n, struct eos_buf *body, struct eos_error *err)
 {
@@ -228,6 +241,8 @@ take(struct eosctl_http_conn *c, size_t n, struct eos_buf *body, struct eos_erro
 
 	if (r < 0)
 		return r;
+	if (c->sse)
+		return take_events(c, n, err);
 	if (body->len + n > EOSCTL_HTTP_BODY_MAX)
 		return eos_error_set(err, -EMSGSIZE, "eosd at '%s' sent a body above %d bytes",
 				     c->ep->name, EOSCTL_HTTP_BODY_MAX);
@@ -301,10 +316,19 @@ read_body(struct eosctl_http_conn *c, const struct head *h, struct eos_buf *body
 	return read_to_end(c, body, err);
 }
 
+/* Whether a Content-Type is text/event-stream (parameters aside). */
+static bool
+is_event_stream(const char *type)
+{
+	return type && strncasecmp(type, "text/event-stream", 17) == 0 &&
+	       (type[17] == '\0' || type[17] == ';' || type[17] == ' ');
+}
+
 int
 eosctl_http_read_reply(struct eosctl_http_conn *c, struct eosctl_http_response *resp,
 		       struct eos_error *err)
 {
+	struct eosctl_sse sse = { .fn = c->on_event, .arg = c->event_arg };
 	struct head h = { 0 };
 	struct eos_buf body;
 	int r;
@@ -318,7 +342,12 @@ eosctl_http_read_reply(struct eosctl_http_conn *c, struct eosctl_http_response *
 		}
 	} while (h.status < 200);
 	eos_buf_init(&body);
-	if ((r = read_body(c, &h, &body, err)) < 0 || eos_buf_reserve(&body, 1) < 0) {
+	if (c->on_event && is_event_stream(h.content_type))
+		c->sse = &sse;
+	r = read_body(c, &h, &body, err);
+	c->sse = NULL;
+	eosctl_sse_release(&sse);
+	if (r < 0 || eos_buf_reserve(&body, 1) < 0) {
 		eos_buf_release(&body);
 		free(h.content_type);
 		return r < 0 ? r : eos_error_set(err, -ENOMEM, "out of memory");

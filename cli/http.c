@@ -234,8 +234,9 @@ format_head(const struct eosctl_endpoint *ep, const struct eosctl_http_request *
 
 	n = asprintf(&head,
 		     "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: eosctl\r\nConnection: close\r\n"
-		     "Accept: application/json\r\n%s%s%s",
+		     "Accept: %sapplication/json\r\n%s%s%s",
 		     req->method, req->target, ep->kind == EOSCTL_ENDPOINT_TCP ? ep->name : "eosd",
+		     req->on_event ? "text/event-stream, " : "",
 		     req->token ? "Authorization: Bearer " : "", req->token ? req->token : "",
 		     req->token ? "\r\n" : "");
 	if (n < 0) {
@@ -310,7 +311,9 @@ eosctl_http_call(const struct eosctl_endpoint *ep, const struct eosctl_http_requ
 				      .ep = ep,
 				      .timeout_ms = req->timeout_ms,
 				      .tick = req->tick,
-				      .tick_arg = req->tick_arg };
+				      .tick_arg = req->tick_arg,
+				      .on_event = req->on_event,
+				      .event_arg = req->event_arg };
 	int r;
 
 	if (req->timeout_ms > 0)

@@ -56,6 +56,12 @@ void eosctl_endpoint_release(struct eosctl_endpoint *ep);
 
 /* Called about every 100 ms while a call waits (e.g. to draw a spinner). */
 typedef void (*eosctl_http_tick_fn)(void *arg);
+/*
+ * One server-sent event of a streamed reply, as it arrives: its name ("message" when it names
+ * none) and its data (its data lines joined by "\n"), both NUL-terminated and valid during the
+ * call only.
+ */
+typedef void (*eosctl_http_event_fn)(void *arg, const char *name, const char *data);
 
 struct eosctl_http_request {
 	const char *method; /* "POST", "GET" */
@@ -66,6 +72,13 @@ struct eosctl_http_request {
 	int timeout_ms; /* for the whole call; <= 0: no limit (connecting has 10 s at most) */
 	eosctl_http_tick_fn tick;
 	void *tick_arg;
+	/*
+	 * With on_event: ask for server-sent events too (Accept: text/event-stream). A reply of
+	 * that Content-Type is read as it arrives and each event goes to on_event (resp->body then
+	 * stays empty); a reply of any other type is read as usual.
+	 */
+	eosctl_http_event_fn on_event;
+	void *event_arg;
 };
 
 struct eosctl_http_response {

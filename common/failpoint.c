@@ -2,20 +2,27 @@
 #include "common/failpoint.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 enum {
-	FP_MAX = 64
+	FP_MAX = 64,
+	FP_PATH_MAX = 1024,
+	FP_WAIT_STEP_MS = 10,
 };
 
 struct fp_slot {
 	char name[64];
 	int code; /* negative errno, 0 = disarmed */
 	bool kill;
+	char wait[FP_PATH_MAX]; /* wait:PATH: hold until PATH exists; "" otherwise */
 	unsigned hits;
 };
 
@@ -59,6 +66,10 @@ fp_load_env_locked(void)
 		s = fp_find(tok, true);
 		if (!s)
 			continue;
+		if (eq && strncmp(eq, "wait:", 5) == 0) {
+			snprintf(s->wait, sizeof(s->wait), "%s", eq + 5);
+			continue;
+		}
 		s->kill = eq && strcmp(eq, "kill") == 0;
 		s->code = eq && !s->kill ? -abs((int)strtol(eq, NULL, 10)) : -EIO;
 		if (s->code == 0)
@@ -67,9 +78,26 @@ fp_load_env_locked(void)
 	free(copy);
 }
 
+/* wait:PATH: say so (PATH.waiting), then wait until PATH exists. */
+static void
+fp_wait(const char *path)
+{
+	const struct timespec step = { 0, FP_WAIT_STEP_MS * 1000000L };
+	char waiting[FP_PATH_MAX + 16];
+	int fd;
+
+	snprintf(waiting, sizeof(waiting), "%s.waiting", path);
+	fd = open(waiting, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		close(fd);
+	while (access(path, F_OK) != 0)
+		nanosleep(&step, NULL);
+}
+
 int
 eos_failpoint_check(const char *name)
 {
+	char wait[FP_PATH_MAX] = "";
 	struct fp_slot *s;
 	int code = 0;
 	bool kill_now = false;
@@ -82,10 +110,13 @@ eos_failpoint_check(const char *name)
 		s->hits++;
 		code = s->code;
 		kill_now = s->kill;
+		memcpy(wait, s->wait, sizeof(wait));
 	}
 	pthread_mutex_unlock(&fp_lock);
 	if (kill_now)
 		raise(SIGKILL);
+	if (wait[0])
+		fp_wait(wait);
 	return code;
 }
 
@@ -101,6 +132,7 @@ eos_failpoint_arm(const char *name, int code)
 	if (s) {
 		s->code = code;
 		s->kill = false;
+		s->wait[0] = '\0';
 	}
 	pthread_mutex_unlock(&fp_lock);
 	return s ? 0 : -ENOSPC;

@@ -8,7 +8,9 @@
  *
  * A failpoint fires when its name is armed, either by eos_failpoint_arm() (tests in-process) or
  * through the EOS_FAILPOINTS environment variable, a comma-separated list of `name` (fail with
- * -EIO), `name=errno-number` or `name=kill` (SIGKILL the process, for crash tests). Without
+ * -EIO), `name=errno-number`, `name=kill` (SIGKILL the process, for crash tests) or
+ * `name=wait:PATH` (hold the calling thread: create PATH.waiting, then wait until PATH exists and
+ * go on as if disarmed; for tests that need a request in flight at a known point). Without
  * --enable-failpoints EOS_FAILPOINT() is the constant 0 and costs nothing.
  */
 #pragma once

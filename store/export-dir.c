@@ -489,6 +489,7 @@ apply_change(struct dirx *dx, const struct eos_export_change *c)
 static int
 apply_all(struct dirx *dx, const struct eos_export_diff *d)
 {
+	eos_export_progress(dx->x, 0, d->n, true);
 	for (size_t i = 0; i < d->n; i++) {
 		int r = apply_change(dx, &d->v[i]);
 
@@ -497,6 +498,7 @@ apply_all(struct dirx *dx, const struct eos_export_diff *d)
 		if (r < 0)
 			return eos_error_prefix(dx->err, r, "export to '%s': apply '%s'", dx->dest,
 						d->v[i].path);
+		eos_export_progress(dx->x, i + 1, d->n, i + 1 == d->n);
 	}
 	return 0;
 }

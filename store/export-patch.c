@@ -253,14 +253,24 @@ eos_export_patch(struct eos_export *x, const struct eos_export_diff *d, int fd,
 {
 	EOS_CLEANUP(patchx_release) struct patchx p = { .x = x, .fd = fd, .err = err };
 	int r = items_collect(&p, d);
+	size_t done = 0;
 
 	r = r ?: renames_pair(&p);
+	if (r == 0)
+		eos_export_progress(x, 0, p.n, true);
 	/* Deletions first (those that became renames are written with their creation). */
 	for (size_t i = 0; r == 0 && i < p.n; i++)
-		if (!p.v[i].new &&p.v[i].renamed_to == SIZE_MAX)
+		if (!p.v[i].new &&p.v[i].renamed_to == SIZE_MAX) {
 			r = write_item(&p, &p.v[i]);
+			eos_export_progress(x, ++done, p.n, false);
+		}
 	for (size_t i = 0; r == 0 && i < p.n; i++)
-		if (p.v[i].new)
+		if (p.v[i].new) {
 			r = write_item(&p, &p.v[i]);
-	return r ?: flush(&p, true);
+			eos_export_progress(x, ++done, p.n, false);
+		}
+	r = r ?: flush(&p, true);
+	if (r == 0)
+		eos_export_progress(x, p.n, p.n, true);
+	return r;
 }

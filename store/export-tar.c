@@ -354,7 +354,10 @@ eos_export_tar(struct eos_export *x, const struct eos_export_diff *d, int fd, bo
 	int r = eos_archive_writer_open(
 		fd, zstd ? EOS_ARCHIVE_FILTER_ZSTD : EOS_ARCHIVE_FILTER_NONE, &t.w, err);
 
-	for (size_t i = 0; r == 0 && i < d->n; i++)
+	eos_export_progress(x, 0, d->n, true);
+	for (size_t i = 0; r == 0 && i < d->n; i++) {
 		r = write_change(&t, &d->v[i]);
+		eos_export_progress(x, i + 1, d->n, i + 1 == d->n);
+	}
 	return r ?: eos_archive_writer_close(t.w, err);
 }

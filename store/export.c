@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/path.h"
 #include "common/statedir.h"
 
@@ -281,6 +282,27 @@ out_commit(struct out_file *o, const char *dest, struct eos_error *err)
 
 /* --- the export ------------------------------------------------------------------------------- */
 
+enum {
+	PROGRESS_NS = 100 * 1000 * 1000,
+};
+
+void
+eos_export_progress(struct eos_export *x, uint64_t paths, uint64_t total, bool force)
+{
+	struct eos_export_status s = {
+		.paths = paths, .total_paths = total, .files = x->res->files, .bytes = x->res->bytes
+	};
+	int64_t now;
+
+	if (!x->opts || !x->opts->progress)
+		return;
+	now = eos_mono_ns();
+	if (!force && now < x->next_progress_ns)
+		return;
+	x->next_progress_ns = now + PROGRESS_NS;
+	x->opts->progress(x->opts->progress_ctx, &s);
+}
+
 static int
 stream_format(struct eos_export *x, const struct eos_export_diff *d, enum eos_export_format f,
 	      int fd, struct eos_error *err)
@@ -390,7 +412,9 @@ eos_store_export(struct eos_store *st, const struct eos_export_options *opts,
 		 struct eos_export_result *ret, struct eos_error *err)
 {
 	struct eos_export_result res = { 0 };
-	struct eos_export x = { .st = st, .sandbox = opts ? opts->sandbox : NULL, .res = &res };
+	struct eos_export x = {
+		.st = st, .sandbox = opts ? opts->sandbox : NULL, .res = &res, .opts = opts
+	};
 	cleanup_free char *dir = NULL;
 	int r = export_check(opts, err);
 

@@ -67,7 +67,15 @@ struct eos_export {
 	int64_t to_created_ns; /* creation time of version to */
 	const struct eos_kv_snapshot *snap;
 	struct eos_export_result *res;
+	const struct eos_export_options *opts;
+	int64_t next_progress_ns;
 };
+
+/*
+ * Report paths of total written (with the result's files and bytes) to the options' progress
+ * callback: at most every 100 ms, always with force.
+ */
+void eos_export_progress(struct eos_export *x, uint64_t paths, uint64_t total, bool force);
 
 /*
  * Compute the changes between x->from and x->to. With full, every path below an opaque

@@ -109,9 +109,29 @@ eos_import_result_release(struct eos_import_result *r)
 void
 eos_import_progress_init(struct eos_import_progress *p, const struct eos_import_options *o)
 {
-	p->fn = o ? o->progress : NULL;
-	p->ctx = o ? o->progress_ctx : NULL;
+	*p = (struct eos_import_progress){
+		.fn = o ? o->progress : NULL,
+		.ctx = o ? o->progress_ctx : NULL,
+		.status = { .phase = EOS_IMPORT_SCAN },
+		.next_ns = eos_mono_ns() + EOS_IMPORT_PROGRESS_NS,
+	};
+	if (p->fn)
+		p->fn(p->ctx, &p->status);
+}
+
+void
+eos_import_progress_phase(struct eos_import_progress *p, enum eos_import_phase phase,
+			  uint64_t total_files, uint64_t total_bytes)
+{
+	p->status.phase = phase;
+	if (phase == EOS_IMPORT_STAGE) {
+		p->status.total_files = total_files;
+		p->status.total_bytes = total_bytes;
+	}
+	if (!p->fn)
+		return;
 	p->next_ns = eos_mono_ns() + EOS_IMPORT_PROGRESS_NS;
+	p->fn(p->ctx, &p->status);
 }
 
 void
@@ -125,7 +145,9 @@ eos_import_progress_tick(struct eos_import_progress *p, uint64_t files, uint64_t
 	if (!force && now < p->next_ns)
 		return;
 	p->next_ns = now + EOS_IMPORT_PROGRESS_NS;
-	p->fn(p->ctx, files, bytes);
+	p->status.files = files;
+	p->status.bytes = bytes;
+	p->fn(p->ctx, &p->status);
 }
 
 /* --- worker pool ------------------------------------------------------------------------------ */

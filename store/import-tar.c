@@ -63,6 +63,7 @@ struct tar_scan {
 	size_t nentries;
 	size_t *primary; /* per archive entry: index + 1 of the node staged with its bytes */
 	size_t groups, nlinks, ndirs, nsyms, nnodes;
+	uint64_t group_bytes; /* the sizes of the groups' contents */
 	struct eos_import_problems specials;
 	struct eos_import_result *ret; /* sockets go to its skipped list */
 	bool not_tar;
@@ -394,6 +395,7 @@ scan_finish(struct tar_scan *s, struct eos_error *err)
 		} else {
 			s->primary[node->content] = i + 1;
 			s->groups++;
+			s->group_bytes += node->size;
 		}
 	}
 	if (s->specials.total)
@@ -650,20 +652,20 @@ stage_links(const struct tar_scan *s, struct eos_changeset *cs, struct eos_error
 
 static int
 stage_data(const struct tar_scan *s, int fd, struct eos_changeset *cs,
-	   const struct eos_import_options *o, struct eos_import_result *ret, struct eos_error *err)
+	   const struct eos_import_options *o, struct eos_import_progress *progress,
+	   struct eos_import_result *ret, struct eos_error *err)
 {
 	EOS_CLEANUP(eos_import_pool_freep) struct eos_import_pool *pool = NULL;
-	struct eos_import_progress progress;
 	struct eos_error perr = { 0 };
 	int r, pr;
 
-	eos_import_progress_init(&progress, o);
+	eos_import_progress_phase(progress, EOS_IMPORT_STAGE, s->groups, s->group_bytes);
 	r = eos_import_pool_new(cs, -1, eos_import_threads(o), EOS_IMPORT_BUDGET, &pool, err);
 	if (r < 0)
 		return r;
-	r = push_data(s, fd, pool, &progress, err);
+	r = push_data(s, fd, pool, progress, err);
 	/* A worker's failure is the cause; the reader's error is at most its consequence. */
-	pr = eos_import_pool_finish(pool, &progress, &perr);
+	pr = eos_import_pool_finish(pool, progress, &perr);
 	if (pr < 0) {
 		if (err)
 			*err = perr;
@@ -672,7 +674,7 @@ stage_data(const struct tar_scan *s, int fd, struct eos_changeset *cs,
 	if (r < 0)
 		return r;
 	eos_import_pool_counts(pool, &ret->files, &ret->bytes);
-	eos_import_progress_tick(&progress, ret->files, ret->bytes, true);
+	eos_import_progress_tick(progress, ret->files, ret->bytes, true);
 	return 0;
 }
 
@@ -682,15 +684,21 @@ tar_run(struct tar_scan *s, struct eos_store *st, int fd, const struct eos_impor
 {
 	EOS_CLEANUP(eos_changeset_freep) struct eos_changeset *cs = NULL;
 	cleanup_free char *source = NULL;
+	struct eos_import_progress progress;
 	int r;
 
+	eos_import_progress_init(&progress, o);
 	if ((r = scan_archive(s, fd, err)) < 0)
 		return r;
 	if (asprintf(&source, "tar:%s", s->src) < 0)
 		return eos_import_no_memory(err);
 	if ((r = eos_import_begin(st, o, source, &s->root, &cs, err)) < 0 ||
-	    (r = stage_tree(s, cs, err)) < 0 || (r = stage_data(s, fd, cs, o, ret, err)) < 0 ||
-	    (r = stage_links(s, cs, err)) < 0 || (r = eos_import_commit(cs, ret, err)) < 0)
+	    (r = stage_tree(s, cs, err)) < 0 ||
+	    (r = stage_data(s, fd, cs, o, &progress, ret, err)) < 0 ||
+	    (r = stage_links(s, cs, err)) < 0)
+		return r;
+	eos_import_progress_phase(&progress, EOS_IMPORT_COMMIT, 0, 0);
+	if ((r = eos_import_commit(cs, ret, err)) < 0)
 		return r;
 	ret->dirs = s->ndirs;
 	ret->symlinks = s->nsyms;

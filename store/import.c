@@ -593,27 +593,41 @@ push_files(const struct walk *w, struct eos_import_pool *pool, struct eos_error 
 	return 0;
 }
 
+/* Enter the STAGE phase with the walk's totals: the files staged with content, their sizes. */
+static void
+stage_totals(const struct walk *w, struct eos_import_progress *progress)
+{
+	uint64_t files = 0, bytes = 0;
+
+	for (size_t i = 0; i < w->nfiles; i++) {
+		if (w->files[i].link_to != SIZE_MAX)
+			continue;
+		files++;
+		bytes += w->files[i].size;
+	}
+	eos_import_progress_phase(progress, EOS_IMPORT_STAGE, files, bytes);
+}
+
 static int
 stage_files(const struct walk *w, struct eos_changeset *cs, int root_fd,
-	    const struct eos_import_options *o, struct eos_import_result *ret,
-	    struct eos_error *err)
+	    const struct eos_import_options *o, struct eos_import_progress *progress,
+	    struct eos_import_result *ret, struct eos_error *err)
 {
 	EOS_CLEANUP(eos_import_pool_freep) struct eos_import_pool *pool = NULL;
-	struct eos_import_progress progress;
 	int r;
 
-	eos_import_progress_init(&progress, o);
+	stage_totals(w, progress);
 	r = eos_import_pool_new(cs, root_fd, eos_import_threads(o), EOS_IMPORT_BUDGET, &pool, err);
 	if (r < 0)
 		return r;
 	r = push_files(w, pool, err);
 	if (r < 0)
 		return r;
-	r = eos_import_pool_finish(pool, &progress, err);
+	r = eos_import_pool_finish(pool, progress, err);
 	if (r < 0)
 		return r;
 	eos_import_pool_counts(pool, &ret->files, &ret->bytes);
-	eos_import_progress_tick(&progress, ret->files, ret->bytes, true);
+	eos_import_progress_tick(progress, ret->files, ret->bytes, true);
 	return 0;
 }
 
@@ -654,6 +668,7 @@ import_dir_run(struct eos_store *st, const char *src, int root_fd,
 	EOS_CLEANUP(walk_release) struct walk w = { .ret = ret };
 	EOS_CLEANUP(eos_changeset_freep) struct eos_changeset *cs = NULL;
 	cleanup_free char *source = NULL;
+	struct eos_import_progress progress;
 	struct eos_attr root;
 	struct stat sb;
 	int fd, r;
@@ -661,14 +676,18 @@ import_dir_run(struct eos_store *st, const char *src, int root_fd,
 	if (fstat(root_fd, &sb) < 0 || (fd = openat(root_fd, ".", DIR_OPEN_FLAGS)) < 0)
 		return eos_import_sys_fail(err, "open", src);
 	root = eos_import_attr_from_stat(&sb);
+	eos_import_progress_init(&progress, o);
 	if ((r = walk_dir(&w, fd, "", err)) < 0 || (r = walk_check(&w, err)) < 0)
 		return r;
 	if (walk_link_groups(&w) < 0 || asprintf(&source, "dir:%s", src) < 0)
 		return eos_import_no_memory(err);
 	if ((r = eos_import_begin(st, o, source, &root, &cs, err)) < 0 ||
 	    (r = stage_tree(&w, cs, root_fd, err)) < 0 ||
-	    (r = stage_files(&w, cs, root_fd, o, ret, err)) < 0 ||
-	    (r = stage_links(&w, cs, err)) < 0 || (r = eos_import_commit(cs, ret, err)) < 0)
+	    (r = stage_files(&w, cs, root_fd, o, &progress, ret, err)) < 0 ||
+	    (r = stage_links(&w, cs, err)) < 0)
+		return r;
+	eos_import_progress_phase(&progress, EOS_IMPORT_COMMIT, 0, 0);
+	if ((r = eos_import_commit(cs, ret, err)) < 0)
 		return r;
 	ret->dirs = w.ndirs;
 	ret->symlinks = w.nsyms - w.nnodes;

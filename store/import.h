@@ -62,13 +62,18 @@ int eos_import_skip(struct eos_import_result *ret, const char *path);
 /* --- progress --------------------------------------------------------------------------------- */
 
 struct eos_import_progress {
-	void (*fn)(void *ctx, uint64_t files, uint64_t bytes); /* NULL: no reporting */
+	void (*fn)(void *ctx, const struct eos_import_status *s); /* NULL: no reporting */
 	void *ctx;
-	int64_t next_ns; /* monotonic time of the next report */
+	struct eos_import_status status; /* as last reported */
+	int64_t next_ns;		 /* monotonic time of the next report */
 };
 
+/* Start reporting to o's callback (if any), and report the SCAN phase. */
 void eos_import_progress_init(struct eos_import_progress *p, const struct eos_import_options *o);
-/* Call fn when the interval has passed (always with force). */
+/* Enter phase (STAGE with the totals to stage, COMMIT) and report it. */
+void eos_import_progress_phase(struct eos_import_progress *p, enum eos_import_phase phase,
+			       uint64_t total_files, uint64_t total_bytes);
+/* Report files and bytes staged so far when the interval has passed (always with force). */
 void eos_import_progress_tick(struct eos_import_progress *p, uint64_t files, uint64_t bytes,
 			      bool force);
 

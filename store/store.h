@@ -474,11 +474,30 @@ EOS_DEFINE_CLEANUP(struct eos_changeset *, eos_changeset_free)
 
 /* --- import ----------------------------------------------------------------------------------- */
 
+/* What an import is doing (struct eos_import_status). */
+enum eos_import_phase {
+	EOS_IMPORT_SCAN = 1,   /* listing the source: the walk, or an archive's first read */
+	EOS_IMPORT_STAGE = 2,  /* file contents hashed, chunked, compressed and written */
+	EOS_IMPORT_COMMIT = 3, /* all staged: the one synced batch that creates the sandbox */
+};
+
+/* An import's progress, for eos_import_options.progress. */
+struct eos_import_status {
+	enum eos_import_phase phase;
+	uint64_t files, bytes; /* file contents staged so far */
+	/* the files (with content; further hard links not counted) and bytes to stage: known from
+	 * STAGE on (0 during SCAN); bytes may end above total_bytes when a file grows meanwhile */
+	uint64_t total_files, total_bytes;
+};
+
 struct eos_import_options {
 	const char *sandbox; /* id to create; NULL = generated */
 	unsigned threads;    /* 0 = number of cores */
-	/* progress callback (may be NULL): files and bytes done so far; called from one thread */
-	void (*progress)(void *ctx, uint64_t files, uint64_t bytes);
+	/*
+	 * Progress callback (may be NULL), called from the importing thread only: once as each
+	 * phase begins, during STAGE at most every 100 ms, and once when all is staged.
+	 */
+	void (*progress)(void *ctx, const struct eos_import_status *s);
 	void *progress_ctx;
 };
 
@@ -810,6 +829,12 @@ enum eos_export_format {
 /* "dir", "tar", "tar-zst", "patch"; -EINVAL naming s otherwise. */
 int eos_export_format_parse(const char *s, enum eos_export_format *ret, struct eos_error *err);
 
+/* An export's progress, for eos_export_options.progress. */
+struct eos_export_status {
+	uint64_t paths, total_paths; /* paths written so far, of those the format writes */
+	uint64_t files, bytes;	     /* files and content bytes written so far */
+};
+
 struct eos_export_options {
 	const char *sandbox;
 	uint64_t from; /* 0: the oldest retained version (the base) */
@@ -818,6 +843,13 @@ struct eos_export_options {
 	const char
 		*dest; /* DIR: the directory to apply onto; others: the file to create, or NULL: */
 	int fd;	       /* … write the archive or patch to this descriptor */
+	/*
+	 * Progress callback (may be NULL), called from the exporting thread only: once the
+	 * changes are known (before that, the export is comparing the versions), at most every
+	 * 100 ms while they are written, and once when all are written.
+	 */
+	void (*progress)(void *ctx, const struct eos_export_status *s);
+	void *progress_ctx;
 };
 
 struct eos_export_result {

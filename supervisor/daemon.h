@@ -11,7 +11,9 @@
  *	a negative errno with a message in err; the gateway answers with the errno's kind
  *	(common/errkind.h) unless the handler set call->kind (e.g. publish_rejected) and, for
  *	details, call->details (a new reference, e.g. the conflicts of a rejected publish).
- * Handlers of different requests run at once: the parts they share lock themselves.
+ * Handlers of different requests run at once: the parts they share lock themselves. A
+ * long-running operation may send events to its client meanwhile (call->stream,
+ * supervisor/stream.h).
  */
 #pragma once
 
@@ -28,6 +30,7 @@
 
 struct eosd_sessions; /* supervisor/session.c */
 struct eosd_auth;     /* supervisor/auth.c */
+struct eosd_stream;   /* supervisor/stream.h */
 
 struct eosd {
 	struct eos_store *store; /* owned by the daemon for its whole life */
@@ -53,6 +56,8 @@ struct eosd_call {
 	const char *sandbox_id; /* set whenever op->needs_sandbox */
 	json_t *args;		/* validated, defaults filled (borrowed) */
 	const struct eosd_caller *caller;
+	/* the client's event stream (supervisor/stream.h), or NULL when it asked for none */
+	struct eosd_stream *stream;
 	/* out, optional: the error kind to answer with (-1: from the errno), and details */
 	int kind;
 	json_t *details;

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* supervisor/gateway: what gateway.c (sockets, loop) and gateway-request.c (requests) share. */
+/*
+ * supervisor/gateway: what its files share — gateway.c (sockets, the connection cap, signals,
+ * the loop), gateway-request.c (a request: loop-side checks, the worker's parsing and handler)
+ * and gateway-reply.c (replies, plain or streamed, from the workers back to the loop).
+ */
 #pragma once
 
 #include <event2/event.h>
@@ -8,14 +12,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/buf.h"
+
 #include "supervisor/auth.h"
 #include "supervisor/gateway.h"
 #include "supervisor/pool.h"
+#include "supervisor/stream.h"
 
 struct bufferevent;
 struct evbuffer;
 
-/* One request handed to the pool; freed on the loop thread once replied. */
+/* The events of a streamed request (supervisor/stream.h), inside its job. */
+struct eosd_stream {
+	struct eosd_job *job;
+	int64_t next_progress_ns; /* the handler's thread only */
+};
+
+/*
+ * One request handed to the pool; freed on the loop thread once replied. A worker hands it
+ * back through gw->done (under gw->done_lock) each time it has something to send: events, or
+ * the reply once the handler has returned (finished); a job is on that list at most once.
+ */
 struct eosd_job {
 	struct eosd_gateway *gw;
 	struct evhttp_request *req;
@@ -25,9 +42,21 @@ struct eosd_job {
 	struct eosd_auth_scope scope;
 	struct eosd_caller caller;
 	struct eosd_call call;
-	int status;  /* the reply, set by the worker */
-	char *reply; /* JSON text */
-	struct eosd_job *next;
+	struct eosd_stream stream; /* call.stream points here once the handler starts */
+	bool wants_stream;	   /* asked for events (set on the loop before queueing) */
+	int status;		   /* the reply, set by the worker before it finishes */
+	char *reply;		   /* JSON text */
+	/* protected by gw->done_lock */
+	struct eos_buf events; /* event text queued by the worker, not yet taken by the loop */
+	bool opened;	       /* the handler started with a stream: begin the reply */
+	bool finished;	       /* status and reply are set: the worker is done with the job */
+	bool queued;	       /* on gw->done */
+	struct eosd_job *next; /* on gw->done */
+	/* loop thread only */
+	struct eos_buf out;	     /* event text taken from events, to write */
+	bool saw_open, saw_finish;   /* opened, finished as last taken */
+	bool started;		     /* the stream's 200 and headers are written */
+	struct eosd_job *taken_next; /* in the list the loop took */
 };
 
 /* A connection handed to evhttp (gateway.c: the connection cap and the request deadline). */
@@ -61,6 +90,26 @@ void eosd_gateway_conn_read(struct eosd_gateway *gw, struct bufferevent *bev);
 
 /* gateway-request.c */
 void eosd_gateway_request_cb(struct evhttp_request *req, void *arg);
+
+/* gateway-reply.c: plain replies (loop thread) */
+void eosd_gateway_send_text(struct evhttp_request *req, int status, const char *text);
+void eosd_gateway_send_error(struct evhttp_request *req, int kind, const char *message);
+void eosd_gateway_send_errorf(struct evhttp_request *req, int kind, const char *fmt, ...)
+	EOS_PRINTF(3, 4);
+/* {"error":{"kind","message","details"?}} as text, steals details. NULL on OOM. */
+char *eosd_gateway_error_text(int kind, const char *message, json_t *details);
+/* A job refused before it was queued (the loop thread; the reply is written). */
+void eosd_gateway_job_free(struct eosd_job *j);
+/* gateway-reply.c: on the worker */
+/* The handler is about to run: open j's stream if its client asked for one. */
+void eosd_gateway_job_open(struct eosd_job *j);
+/* The worker is done with j (status and reply set): hand it to the loop. */
+void eosd_gateway_job_finish(struct eosd_job *j);
+/* gateway-reply.c: on the loop */
 void eosd_gateway_done_cb(evutil_socket_t fd, short what, void *arg);
-/* Reply to every finished job (loop thread, or after the loop stopped). */
+/* Write what the workers handed back: events and replies (loop thread, or after it stopped). */
 void eosd_gateway_flush_done(struct eosd_gateway *gw);
+/* One admitted request is settled: its reply written, or its client gone. */
+void eosd_gateway_settled(struct eosd_gateway *gw);
+/* req was queued: count it in flight until its reply is written or its client gone. */
+void eosd_gateway_track(struct eosd_gateway *gw, struct evhttp_request *req);

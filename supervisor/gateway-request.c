@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * supervisor/gateway: one request, from the loop to a worker and back. On the loop thread: check
- * the peer, route, authenticate (headers only), move the body out and queue. On a worker: parse
- * the envelope, validate the arguments, run the handler, make the reply's text. Back on the loop
- * (done_ev): send it. Nothing proportional to the body's size runs on the loop.
+ * supervisor/gateway: one request, from the loop to a worker. On the loop thread: check the
+ * peer, route, authenticate (headers only), move the body out and queue. On a worker: parse the
+ * envelope, validate the arguments, run the handler (with its event stream open when the client
+ * asked for one), make the reply's text and hand it back to the loop (gateway-reply.c). Nothing
+ * proportional to the body's size runs on the loop.
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -17,73 +18,12 @@
 #include <unistd.h>
 
 #include "common/errkind.h"
+#include "common/failpoint.h"
 #include "common/json.h"
 #include "common/log.h"
 
 #include "supervisor/gateway-internal.h"
 #include "supervisor/ops.h"
-
-/* --- replies ---------------------------------------------------------------------------------- */
-
-static void
-send_text(struct evhttp_request *req, int status, const char *text)
-{
-	struct evbuffer *buf = evbuffer_new();
-
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-			  "application/json");
-	if (buf) {
-		evbuffer_add(buf, text, strlen(text));
-		evbuffer_add(buf, "\n", 1);
-	}
-	evhttp_send_reply(req, status, NULL, buf);
-	if (buf)
-		evbuffer_free(buf);
-}
-
-/* {"error":{"kind","message","details"?}} as text, steals details. NULL on OOM. */
-static char *
-error_text(int kind, const char *message, json_t *details)
-{
-	EOS_CLEANUP(json_decrefp)
-	json_t *e = json_pack("{s:s, s:s}", "kind", eos_errkind_name(kind), "message", message);
-	EOS_CLEANUP(json_decrefp) json_t *root = NULL;
-
-	if (!e) {
-		json_decref(details);
-		return NULL;
-	}
-	if (details && eos_json_set(e, "details", details) < 0)
-		return NULL;
-	root = json_pack("{s:O}", "error", e);
-	return root ? json_dumps(root, JSON_COMPACT) : NULL;
-}
-
-static const char oom_text[] =
-	"{\"error\":{\"kind\":\"out_of_memory\",\"message\":\"eosd: out of memory\"}}";
-
-static void
-send_error(struct evhttp_request *req, int kind, const char *message)
-{
-	cleanup_free char *text = error_text(kind, message, NULL);
-
-	send_text(req, text ? eos_errkind_http_status(kind) : 503, text ? text : oom_text);
-}
-
-static void send_errorf(struct evhttp_request *req, int kind, const char *fmt, ...)
-	EOS_PRINTF(3, 4);
-
-static void
-send_errorf(struct evhttp_request *req, int kind, const char *fmt, ...)
-{
-	char msg[EOS_ERROR_MSG_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	send_error(req, kind, msg);
-}
 
 /* --- the envelope (on the worker) ----------------------------------------------------------- */
 
@@ -182,17 +122,6 @@ job_prepare(struct eosd_job *j, struct eos_error *err)
 
 /* --- the worker side -------------------------------------------------------------------------- */
 
-static void
-job_free(struct eosd_job *j)
-{
-	if (j->in)
-		evbuffer_free(j->in);
-	json_decref(j->body);
-	json_decref(j->call.details);
-	free(j->reply);
-	free(j);
-}
-
 /* The handler's result as the reply's status and text. */
 static void
 job_result(struct eosd_job *j, int r, json_t *out, const struct eos_error *err)
@@ -206,7 +135,7 @@ job_result(struct eosd_job *j, int r, json_t *out, const struct eos_error *err)
 	}
 	kind = j->call.kind >= 0 ? j->call.kind : (int)eos_errkind_of(r);
 	j->status = eos_errkind_http_status(kind);
-	j->reply = error_text(kind, eos_error_message(err, r), j->call.details);
+	j->reply = eosd_gateway_error_text(kind, eos_error_message(err, r), j->call.details);
 	j->call.details = NULL;
 }
 
@@ -214,80 +143,21 @@ static void
 job_run(void *arg)
 {
 	struct eosd_job *j = arg;
-	struct eosd_gateway *gw = j->gw;
 	struct eos_error err = { 0 };
 	json_t *out = NULL;
 	int r = job_prepare(j, &err);
 
+	if (r >= 0) {
+		eosd_gateway_job_open(j);
+		/* tests: hold a request in flight (wait:PATH), its stream open */
+		if ((r = EOS_FAILPOINT("gateway.handler")) < 0)
+			eos_error_set(&err, r, "%s: failpoint 'gateway.handler'", j->call.op->name);
+	}
 	if (r >= 0)
-		r = j->fn(gw->d, &j->call, &out, &err);
+		r = j->fn(j->gw->d, &j->call, &out, &err);
 	job_result(j, r, out, &err);
 	json_decref(out);
-	pthread_mutex_lock(&gw->done_lock);
-	j->next = gw->done;
-	gw->done = j;
-	pthread_mutex_unlock(&gw->done_lock);
-	event_active(gw->done_ev, EV_READ, 1);
-}
-
-/* --- back on the loop ------------------------------------------------------------------------- */
-
-/* One admitted request is settled: its reply written, or its client gone. */
-static void
-settled(struct eosd_gateway *gw)
-{
-	gw->in_flight--;
-	if (gw->d->stopping && gw->in_flight == 0)
-		event_base_loopexit(gw->base, NULL);
-}
-
-/* The connection closed before the reply was written out (evhttp then completes nothing). */
-static void
-reply_lost_cb(struct evhttp_connection *c, void *arg)
-{
-	(void)c;
-	settled(arg);
-}
-
-/* The reply is written out: only then may a stopping eosd leave its loop. */
-static void
-reply_sent_cb(struct evhttp_request *req, void *arg)
-{
-	struct evhttp_connection *c = evhttp_request_get_connection(req);
-
-	if (c)
-		evhttp_connection_set_closecb(c, NULL, NULL);
-	settled(arg);
-}
-
-void
-eosd_gateway_flush_done(struct eosd_gateway *gw)
-{
-	struct eosd_job *list, *next;
-	struct evhttp_connection *c;
-
-	pthread_mutex_lock(&gw->done_lock);
-	list = gw->done;
-	gw->done = NULL;
-	pthread_mutex_unlock(&gw->done_lock);
-	for (; list; list = next) {
-		next = list->next;
-		c = evhttp_request_get_connection(list->req);
-		if (c)
-			evhttp_connection_set_closecb(c, reply_lost_cb, gw);
-		send_text(list->req, list->reply ? list->status : 503,
-			  list->reply ? list->reply : oom_text);
-		if (!c)
-			settled(gw); /* the client left: evhttp frees req */
-		job_free(list);
-	}
-}
-
-void
-eosd_gateway_done_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd, (void)what;
-	eosd_gateway_flush_done(arg);
+	eosd_gateway_job_finish(j);
 }
 
 /* --- the loop side ---------------------------------------------------------------------------- */
@@ -323,20 +193,23 @@ route(struct evhttp_request *req, const char *path)
 
 	if (sscanf(path, "/v1/%31[a-z_]/%63[A-Za-z0-9_]%n", surface, name, &n) != 2 ||
 	    path[n] != '\0') {
-		send_errorf(req, EOS_ERRKIND_NOT_FOUND,
-			    "no such endpoint '%.200s' (POST /v1/<surface>/<operation>)", path);
+		eosd_gateway_send_errorf(
+			req, EOS_ERRKIND_NOT_FOUND,
+			"no such endpoint '%.200s' (POST /v1/<surface>/<operation>)", path);
 		return NULL;
 	}
 	op = eos_catalog_find(name);
 	if (!op || eos_surface_parse(surface) < 0) {
-		send_errorf(req, EOS_ERRKIND_NOT_FOUND, "no such operation '%s/%s'", surface, name);
+		eosd_gateway_send_errorf(req, EOS_ERRKIND_NOT_FOUND, "no such operation '%s/%s'",
+					 surface, name);
 		return NULL;
 	}
 	if (strcmp(eos_surface_name(op->surface), surface) != 0) {
-		send_errorf(req, EOS_ERRKIND_INVALID_REQUEST,
-			    "operation '%s' is on the %s surface, not %s (POST /v1/%s/%s)", name,
-			    eos_surface_name(op->surface), surface, eos_surface_name(op->surface),
-			    name);
+		eosd_gateway_send_errorf(
+			req, EOS_ERRKIND_INVALID_REQUEST,
+			"operation '%s' is on the %s surface, not %s (POST /v1/%s/%s)", name,
+			eos_surface_name(op->surface), surface, eos_surface_name(op->surface),
+			name);
 		return NULL;
 	}
 	return op;
@@ -354,9 +227,9 @@ job_new(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_op
 
 	if (!j || !(j->in = evbuffer_new()) ||
 	    evbuffer_add_buffer(j->in, evhttp_request_get_input_buffer(req)) < 0) {
-		send_error(req, EOS_ERRKIND_OUT_OF_MEMORY, "eosd: out of memory");
+		eosd_gateway_send_error(req, EOS_ERRKIND_OUT_OF_MEMORY, "eosd: out of memory");
 		if (j)
-			job_free(j);
+			eosd_gateway_job_free(j);
 		return NULL;
 	}
 	j->gw = gw;
@@ -364,8 +237,8 @@ job_new(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_op
 	j->fn = eosd_ops_handler(op);
 	j->call = (struct eosd_call){ .op = op, .caller = &j->caller, .kind = -1 };
 	if (eosd_auth_check(gw->d->auth, auth, op, NULL, &j->scope, &kind, &err) < 0) {
-		send_error(req, kind, err.msg);
-		job_free(j);
+		eosd_gateway_send_error(req, kind, err.msg);
+		eosd_gateway_job_free(j);
 		return NULL;
 	}
 	j->caller = (struct eosd_caller){
@@ -374,6 +247,31 @@ job_new(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_op
 		.token_id = j->scope.token_id[0] ? j->scope.token_id : NULL,
 	};
 	return j;
+}
+
+/* Whether the client asked for server-sent events (supervisor/stream.h). */
+static bool
+wants_events(struct evhttp_request *req)
+{
+	const char *a = evhttp_find_header(evhttp_request_get_input_headers(req), "Accept");
+
+	return a && strcasestr(a, "text/event-stream");
+}
+
+/*
+ * The pool refused the job: its queue is full (eosd is overloaded for the moment, not in
+ * conflict with anything the caller did: busy stays for a session's admission) or eosd is
+ * stopping. Either way 503 unavailable, with a hint of when to try again.
+ */
+static void
+refuse_queue(struct evhttp_request *req, int r)
+{
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+	if (r == -EBUSY)
+		eosd_gateway_send_errorf(req, EOS_ERRKIND_UNAVAILABLE,
+					 "eosd is busy (its queue of requests is full): try again");
+	else
+		eosd_gateway_send_error(req, EOS_ERRKIND_UNAVAILABLE, "eosd is stopping");
 }
 
 static void
@@ -385,22 +283,19 @@ dispatch(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_o
 	if (!j)
 		return;
 	if (!j->fn) {
-		send_errorf(req, EOS_ERRKIND_UNSUPPORTED, "operation '%s' is not served yet",
-			    op->name);
-		job_free(j);
+		eosd_gateway_send_errorf(req, EOS_ERRKIND_UNSUPPORTED,
+					 "operation '%s' is not served yet", op->name);
+		eosd_gateway_job_free(j);
 		return;
 	}
+	j->wants_stream = op->long_running && wants_events(req);
 	r = eosd_pool_submit(gw->pool, job_run, j);
-	if (r >= 0)
-		evhttp_request_set_on_complete_cb(req, reply_sent_cb, gw);
 	if (r < 0) {
-		send_errorf(req, r == -EBUSY ? EOS_ERRKIND_BUSY : EOS_ERRKIND_UNAVAILABLE,
-			    "eosd is %s: try again",
-			    r == -EBUSY ? "busy (queue full)" : "stopping");
-		job_free(j);
+		refuse_queue(req, r);
+		eosd_gateway_job_free(j);
 		return;
 	}
-	gw->in_flight++;
+	eosd_gateway_track(gw, req);
 }
 
 static const char *
@@ -425,22 +320,24 @@ eosd_gateway_request_cb(struct evhttp_request *req, void *arg)
 		eosd_gateway_conn_read(gw, evhttp_connection_get_bufferevent(c));
 	if (!peer_allowed(req)) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-		send_error(req, EOS_ERRKIND_FORBIDDEN, "this socket serves eosd's own user only");
+		eosd_gateway_send_error(req, EOS_ERRKIND_FORBIDDEN,
+					"this socket serves eosd's own user only");
 		return;
 	}
 	if (strcmp(path, "/v1/health") == 0 && cmd == EVHTTP_REQ_GET) {
-		send_text(req, 200, "{\"ok\":true}");
+		eosd_gateway_send_text(req, 200, "{\"ok\":true}");
 		return;
 	}
 	if (!(op = route(req, path)))
 		return;
 	if (cmd != EVHTTP_REQ_POST)
-		send_errorf(req, EOS_ERRKIND_INVALID_REQUEST, "use POST for '%s'", path);
+		eosd_gateway_send_errorf(req, EOS_ERRKIND_INVALID_REQUEST, "use POST for '%s'",
+					 path);
 	else if (gw->d->stopping)
-		send_error(req, EOS_ERRKIND_UNAVAILABLE, "eosd is stopping");
+		eosd_gateway_send_error(req, EOS_ERRKIND_UNAVAILABLE, "eosd is stopping");
 	else if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > EOSD_BODY_MAX)
-		send_errorf(req, EOS_ERRKIND_TOO_LARGE, "the body is larger than %d bytes",
-			    EOSD_BODY_MAX);
+		eosd_gateway_send_errorf(req, EOS_ERRKIND_TOO_LARGE,
+					 "the body is larger than %d bytes", EOSD_BODY_MAX);
 	else
 		dispatch(gw, req, op);
 }

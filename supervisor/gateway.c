@@ -87,28 +87,84 @@ unix_listen(const char *path, int *ret_fd, struct eos_error *err)
 	return 0;
 }
 
-/* "HOST:PORT" with an IPv4 host: loopback only unless any. */
+/* The port of "HOST:PORT" at colon. */
 static int
-tcp_parse(const char *spec, bool any, struct sockaddr_in *sa, struct eos_error *err)
+tcp_port(const char *spec, const char *colon, uint16_t *ret, struct eos_error *err)
 {
-	const char *colon = strrchr(spec, ':');
-	char host[64];
 	char *end = NULL;
 	long port;
 
-	if (!colon || (size_t)(colon - spec) >= sizeof(host))
-		return eos_error_set(err, -EINVAL, "listen 'tcp:%s': not HOST:PORT", spec);
-	memcpy(host, spec, (size_t)(colon - spec));
-	host[colon - spec] = '\0';
 	errno = 0;
 	port = strtol(colon + 1, &end, 10);
 	if (errno || end == colon + 1 || *end || port < 0 || port > 65535)
 		return eos_error_set(err, -EINVAL, "listen 'tcp:%s': port is not 0 to 65535", spec);
-	*sa = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-		return eos_error_set(err, -EINVAL, "listen 'tcp:%s': '%s' is not an IPv4 address",
-				     spec, host);
-	if (!any && (ntohl(sa->sin_addr.s_addr) >> 24) != 127)
+	*ret = (uint16_t)port;
+	return 0;
+}
+
+/* The host of spec in host[n]: "127.0.0.1" of "127.0.0.1:80", "::1" of "[::1]:80". */
+static int
+tcp_host(const char *spec, char *host, size_t n, const char **ret_colon, struct eos_error *err)
+{
+	const char *start = spec[0] == '[' ? spec + 1 : spec;
+	const char *end = spec[0] == '[' ? strchr(spec, ']') : strrchr(spec, ':');
+
+	if (!end || (spec[0] == '[' && end[1] != ':') || (size_t)(end - start) >= n)
+		return eos_error_set(err, -EINVAL,
+				     "listen 'tcp:%s': not HOST:PORT (an IPv6 HOST in brackets: "
+				     "[::1]:PORT)",
+				     spec);
+	memcpy(host, start, (size_t)(end - start));
+	host[end - start] = '\0';
+	*ret_colon = spec[0] == '[' ? end + 1 : end;
+	return 0;
+}
+
+/* An IPv6 loopback address: ::1, or an IPv4 loopback address mapped (::ffff:127.x.y.z). */
+static bool
+loopback6(const struct in6_addr *a)
+{
+	return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
+/*
+ * "HOST:PORT", HOST an IPv4 address or a bracketed IPv6 one ("[::1]:8080"): loopback only
+ * (127.0.0.0/8, ::1) unless any.
+ */
+static int
+tcp_parse(const char *spec, bool any, struct sockaddr_storage *ss, socklen_t *ret_len,
+	  struct eos_error *err)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	const char *colon = NULL;
+	char host[64];
+	uint16_t port;
+	bool loopback;
+	int r = tcp_host(spec, host, sizeof(host), &colon, err);
+
+	if (r < 0 || (r = tcp_port(spec, colon, &port, err)) < 0)
+		return r;
+	memset(ss, 0, sizeof(*ss));
+	if (spec[0] == '[') {
+		*sin6 = (struct sockaddr_in6){ .sin6_family = AF_INET6, .sin6_port = htons(port) };
+		*ret_len = sizeof(*sin6);
+		if (inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1)
+			return eos_error_set(err, -EINVAL,
+					     "listen 'tcp:%s': '%s' is not an IPv6 address", spec,
+					     host);
+		loopback = loopback6(&sin6->sin6_addr);
+	} else {
+		*sin = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(port) };
+		*ret_len = sizeof(*sin);
+		if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
+			return eos_error_set(err, -EINVAL,
+					     "listen 'tcp:%s': '%s' is not an IPv4 address (an "
+					     "IPv6 one goes in brackets: [::1]:PORT)",
+					     spec, host);
+		loopback = (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (!any && !loopback)
 		return eos_error_set(
 			err, -EPERM,
 			"listen 'tcp:%s': '%s' is not a loopback address (--listen-any "
@@ -117,26 +173,43 @@ tcp_parse(const char *spec, bool any, struct sockaddr_in *sa, struct eos_error *
 	return 0;
 }
 
+/* The address bound, as "127.0.0.1:PORT" or "[::1]:PORT", in ret[n]. */
+static void
+tcp_name(const struct sockaddr_storage *ss, char *ret, size_t n)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		snprintf(ret, n, "[%s]:%u", host, (unsigned)ntohs(a->sin6_port));
+	} else {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		snprintf(ret, n, "%s:%u", host, (unsigned)ntohs(a->sin_port));
+	}
+}
+
 static int
 tcp_listen(const char *spec, bool any, int *ret_fd, char *ret_addr, size_t n, struct eos_error *err)
 {
-	struct sockaddr_in sa;
-	socklen_t len = sizeof(sa);
+	struct sockaddr_storage ss;
+	socklen_t len = 0;
 	cleanup_close int fd = -1;
-	char host[INET_ADDRSTRLEN];
-	int r = tcp_parse(spec, any, &sa, err), one = 1;
+	int r = tcp_parse(spec, any, &ss, &len, err), one = 1;
 
 	if (r < 0)
 		return r;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return eos_error_set(err, eos_neg_errno(), "socket: %m");
+		return eos_error_set(err, eos_neg_errno(), "listen 'tcp:%s': socket: %m", spec);
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
 		return eos_error_set(err, eos_neg_errno(), "listen 'tcp:%s': %m", spec);
-	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
-	snprintf(ret_addr, n, "%s:%u", host, (unsigned)ntohs(sa.sin_port));
+	tcp_name(&ss, ret_addr, n);
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }
@@ -337,6 +410,27 @@ listen_all(struct eosd_gateway *gw, const struct eosd_gateway_options *o, struct
 	return r;
 }
 
+/*
+ * The worker pool: cores + 2 threads and EOSD_POOL_QUEUE_MAX jobs, or, for tests only,
+ * EOSD_TEST_POOL="THREADS:QUEUE" (a pool small enough for a test to fill; doc/eosd.md).
+ */
+static int
+pool_new(struct eosd_gateway *gw, struct eos_error *err)
+{
+	const char *env = getenv("EOSD_TEST_POOL");
+	unsigned threads = eosd_pool_default_threads(), queue = EOSD_POOL_QUEUE_MAX;
+	int n = 0;
+
+	if (env && env[0] &&
+	    (sscanf(env, "%u:%u%n", &threads, &queue, &n) != 2 || env[n] != '\0' || threads < 1 ||
+	     threads > EOSD_POOL_THREADS_MAX || queue < 1 || queue > EOSD_POOL_QUEUE_MAX))
+		return eos_error_set(
+			err, -EINVAL,
+			"EOSD_TEST_POOL='%s': expected THREADS:QUEUE (1 to %d, 1 to %d)", env,
+			EOSD_POOL_THREADS_MAX, EOSD_POOL_QUEUE_MAX);
+	return eosd_pool_new(threads, queue, &gw->pool, err);
+}
+
 int
 eosd_gateway_new(struct eosd *d, const struct eosd_gateway_options *opts, struct eosd_gateway **ret,
 		 struct eos_error *err)
@@ -353,7 +447,7 @@ eosd_gateway_new(struct eosd *d, const struct eosd_gateway_options *opts, struct
 	pthread_mutex_init(&gw->done_lock, NULL);
 	r = loop_new(gw, err);
 	if (r >= 0)
-		r = eosd_pool_new(eosd_pool_default_threads(), EOSD_POOL_QUEUE_MAX, &gw->pool, err);
+		r = pool_new(gw, err);
 	if (r >= 0)
 		r = listen_all(gw, opts, err);
 	if (r < 0)

@@ -6,7 +6,7 @@ supervisor_libeosd_a_SOURCES = supervisor/daemon.h \
 	supervisor/pool.h supervisor/pool.c supervisor/fusepool.h supervisor/fusepool.c \
 	supervisor/auth.h supervisor/auth.c \
 	supervisor/gateway.h supervisor/gateway-internal.h supervisor/gateway.c \
-	supervisor/gateway-request.c \
+	supervisor/gateway-request.c supervisor/gateway-reply.c supervisor/stream.h \
 	supervisor/ops.h supervisor/ops.c supervisor/sandbox-ops.c \
 	supervisor/runfiles.h supervisor/runfiles.c
 EOSD_LIBS = supervisor/libeosd.a $(FS_LIBS) $(EVENT_LIBS) $(SECCOMP_LIBS)

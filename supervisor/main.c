@@ -44,9 +44,11 @@ static const char usage_text[] =
 	"  --state-dir DIR     state directory (default: $EOS_STATE_DIR, /var/lib/eos for root,\n"
 	"                      else $XDG_DATA_HOME/eos)\n"
 	"  -f, --foreground    stay in the foreground (default: fork once ready)\n"
-	"  --listen unix:PATH  the socket (default: $EOS_RUNTIME_DIR, /run/eos for root, else\n"
-	"                      $XDG_RUNTIME_DIR/eos, then /eosd.sock)\n"
-	"  --listen tcp:HOST:PORT  also listen on TCP (loopback only unless --listen-any)\n"
+	"  --listen unix:PATH  the socket (default: RUNTIME/KEY/eosd.sock, RUNTIME being\n"
+	"                      $EOS_RUNTIME_DIR, /run/eos for root, else $XDG_RUNTIME_DIR/eos,\n"
+	"                      and KEY a hash of the state directory)\n"
+	"  --listen tcp:HOST:PORT  also listen on TCP (loopback only unless --listen-any;\n"
+	"                      an IPv6 HOST in brackets: tcp:[::1]:PORT)\n"
 	"  --listen-any        allow a non-loopback TCP address\n"
 	"  --version           print the version\n"
 	"  --help              print this help\n";
@@ -157,17 +159,13 @@ resolve_dirs(const struct args *a, struct eosd *d, char **ret_sock, struct eos_e
 
 	if (r < 0)
 		return r;
-	if (eos_default_runtime_dir(&d->runtime_dir) < 0)
-		return eos_error_set(
-			err, -ENOENT,
-			"no runtime directory: set EOS_RUNTIME_DIR or XDG_RUNTIME_DIR");
-	r = eosd_runfiles_mkdirs(d->runtime_dir, err);
+	r = eosd_runfiles_runtime_dir(d->state_dir, &d->runtime_dir, err);
+	r = r < 0 ? r : eosd_runfiles_mkdirs(d->runtime_dir, err);
 	if (r < 0)
 		return r;
-	if (a->unix_path)
-		*ret_sock = strdup(a->unix_path);
-	else if (asprintf(ret_sock, "%s/eosd.sock", d->runtime_dir) < 0)
-		*ret_sock = NULL;
+	if (!a->unix_path)
+		return eosd_runfiles_socket(d->runtime_dir, ret_sock, err);
+	*ret_sock = strdup(a->unix_path);
 	return *ret_sock ? 0 : -ENOMEM;
 }
 
@@ -213,7 +211,9 @@ start(struct daemon *dm, const struct args *a, const char *sock, struct eos_erro
 		return eos_error_prefix(err, r, "start the sessions");
 	dm->sessions = true;
 	r = eosd_gateway_new(d, &gopts, &dm->gw, err);
-	r = r < 0 ? r : eosd_runfiles_write(d->state_dir, sock, eosd_gateway_tcp(dm->gw), err);
+	r = r < 0 ? r
+		  : eosd_runfiles_write(d->state_dir, sock, eosd_gateway_tcp(dm->gw),
+					d->runtime_dir, err);
 	return r;
 }
 

@@ -12,10 +12,12 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/digest.h"
 #include "common/statedir.h"
 
 enum {
@@ -45,6 +47,43 @@ eosd_runfiles_mkdirs(const char *path, struct eos_error *err)
 	struct stat sb;
 	if (stat(path, &sb) < 0 || !S_ISDIR(sb.st_mode))
 		return eos_error_set(err, -ENOTDIR, "'%s': not a directory", path);
+	return 0;
+}
+
+int
+eosd_runfiles_runtime_dir(const char *state_dir, char **ret, struct eos_error *err)
+{
+	cleanup_free char *base = NULL;
+	char hex[EOS_DIGEST_HEX_LEN + 1];
+	struct eos_digest d;
+
+	if (eos_default_runtime_dir(&base) < 0)
+		return eos_error_set(
+			err, -ENOENT,
+			"no runtime directory: set EOS_RUNTIME_DIR or XDG_RUNTIME_DIR");
+	if (eos_sha256(state_dir, strlen(state_dir), &d) < 0)
+		return -ENOMEM;
+	eos_digest_hex(&d, hex);
+	if (asprintf(ret, "%s/%.*s", base, EOSD_RUNTIME_KEY_LEN, hex) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int
+eosd_runfiles_socket(const char *runtime_dir, char **ret, struct eos_error *err)
+{
+	struct sockaddr_un sa;
+	cleanup_free char *path = NULL;
+
+	if (asprintf(&path, "%s/eosd.sock", runtime_dir) < 0)
+		return -ENOMEM;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return eos_error_set(err, -ENAMETOOLONG,
+				     "the socket '%s' is longer than the %zu bytes a Unix socket's "
+				     "path may be: set a shorter EOS_RUNTIME_DIR, or pass --listen "
+				     "unix:PATH",
+				     path, sizeof(sa.sun_path) - 1);
+	*ret = TAKE_PTR(path);
 	return 0;
 }
 
@@ -130,17 +169,17 @@ abort_mount(const char *mnt, const char *majmin)
  * A SIGKILLed eosd can be stuck exiting for good: a thread of its own (a file operation in a
  * session) waits, uninterruptibly, for the answer to a FUSE request that its dead server threads
  * had already read, and the connection closes only when that last thread has gone. Abort the
- * connections of the FUSE mounts under <runtime>/sessions/ (they are the killed eosd's: it still
- * holds the lock) so that it can finish.
+ * connections of the FUSE mounts under its <runtime>/<key>/sessions/ (they are the killed eosd's:
+ * it still holds the lock of state_dir) so that it can finish.
  */
 static void
-abort_session_mounts(void)
+abort_session_mounts(const char *state_dir)
 {
 	cleanup_free char *runtime = NULL, *prefix = NULL, *line = NULL;
 	cleanup_fclose FILE *f = NULL;
 	size_t cap = 0, plen;
 
-	if (eos_default_runtime_dir(&runtime) < 0 ||
+	if (eosd_runfiles_runtime_dir(state_dir, &runtime, NULL) < 0 ||
 	    asprintf(&prefix, "%s/sessions/", runtime) < 0 ||
 	    !(f = fopen("/proc/self/mountinfo", "re")))
 		return;
@@ -163,7 +202,7 @@ abort_session_mounts(void)
  * STUCK_MS of that, abort its FUSE connections once (abort_session_mounts).
  */
 static int
-take_lock(int fd, long *ret_holder)
+take_lock(int fd, const char *state_dir, long *ret_holder)
 {
 	struct timespec step = { 0, 10 * 1000000L };
 
@@ -176,7 +215,7 @@ take_lock(int fd, long *ret_holder)
 		if (ms >= LOCK_WAIT_MS || *ret_holder <= 0 || !pid_exiting(*ret_holder))
 			return -EBUSY;
 		if (ms == STUCK_MS)
-			abort_session_mounts();
+			abort_session_mounts(state_dir);
 		nanosleep(&step, NULL);
 	}
 }
@@ -195,7 +234,7 @@ eosd_runfiles_lock(const char *state_dir, int *ret_fd, struct eos_error *err)
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return eos_error_set(err, eos_neg_errno(), "open '%s': %m", path);
-	r = take_lock(fd, &pid);
+	r = take_lock(fd, state_dir, &pid);
 	if (r == -EBUSY && pid > 0 && pid_exiting(pid))
 		return eos_error_set(
 			err, -EBUSY,
@@ -253,15 +292,16 @@ fsync_dir(const char *path)
  */
 int
 eosd_runfiles_write(const char *state_dir, const char *socket, const char *tcp,
-		    struct eos_error *err)
+		    const char *runtime_dir, struct eos_error *err)
 {
 	EOS_CLEANUP(json_decrefp) json_t *doc = NULL;
 	cleanup_free char *path = NULL, *tmp = NULL, *text = NULL;
 	cleanup_close int fd = -1;
 	int r;
 
-	doc = json_pack("{s:I, s:s, s:o, s:s}", "pid", (json_int_t)getpid(), "socket", socket,
-			"tcp", tcp ? json_string(tcp) : json_null(), "version", PACKAGE_VERSION);
+	doc = json_pack("{s:I, s:s, s:o, s:s, s:s}", "pid", (json_int_t)getpid(), "socket", socket,
+			"tcp", tcp ? json_string(tcp) : json_null(), "runtime_dir", runtime_dir,
+			"version", PACKAGE_VERSION);
 	if (!doc || !(text = json_dumps(doc, JSON_COMPACT)) ||
 	    asprintf(&path, "%s/eosd.json", state_dir) < 0 ||
 	    asprintf(&tmp, "%s/.eosd.json.%ld.tmp", state_dir, (long)getpid()) < 0)

@@ -17,6 +17,7 @@
 
 #include "supervisor/ops.h"
 #include "supervisor/session.h"
+#include "supervisor/stream.h"
 
 enum {
 	INLINE_PATCH_MAX = 64 << 20, /* a bigger patch needs dest */
@@ -53,15 +54,50 @@ import_json(const struct eos_import_result *res, double seconds)
 			 "skipped", skipped_json(res->skipped, res->nskipped), "seconds", seconds);
 }
 
+struct import_progress {
+	struct eosd_stream *stream;
+	enum eos_import_phase phase; /* of the last event */
+};
+
+/*
+ * eos_import_options.progress → "progress" events: {"phase": "scan"|"import"|"commit", "files",
+ * "bytes"} and, from "import" on, "total_files" and "total_bytes". A new phase is always sent.
+ */
+static void
+import_progress(void *ctx, const struct eos_import_status *s)
+{
+	struct import_progress *p = ctx;
+	bool force = s->phase != p->phase;
+	const char *phase = s->phase == EOS_IMPORT_SCAN	   ? "scan"
+			    : s->phase == EOS_IMPORT_STAGE ? "import"
+							   : "commit";
+	json_t *ev = json_pack("{s:s, s:I, s:I}", "phase", phase, "files", (json_int_t)s->files,
+			       "bytes", (json_int_t)s->bytes);
+
+	p->phase = s->phase;
+	if (ev && s->phase != EOS_IMPORT_SCAN &&
+	    (eos_json_set(ev, "total_files", json_integer((json_int_t)s->total_files)) < 0 ||
+	     eos_json_set(ev, "total_bytes", json_integer((json_int_t)s->total_bytes)) < 0)) {
+		json_decref(ev);
+		return; /* out of memory: the event is skipped, the import goes on */
+	}
+	(void)eosd_stream_progress(p->stream, ev, force);
+}
+
 int
 eosd_op_create_sandbox(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
 {
+	struct import_progress progress = { .stream = c->stream };
 	struct eos_import_options opts = { .sandbox = arg_string(c, "id") };
 	struct eos_import_result res = { 0 };
 	const char *src = arg_string(c, "source");
 	int64_t start = eos_mono_ns();
 	int r;
 
+	if (eosd_stream_wanted(c->stream)) {
+		opts.progress = import_progress;
+		opts.progress_ctx = &progress;
+	}
 	r = eos_store_import(d->store, src, &opts, &res, err);
 	if (r < 0)
 		return r;
@@ -238,6 +274,7 @@ eosd_op_destroy_sandbox(struct eosd *d, struct eosd_call *c, json_t **out, struc
 	r = eos_store_sandbox_get(d->store, c->sandbox_id, &sb, err);
 	if (r < 0)
 		return r;
+	(void)eosd_stream_progress(c->stream, json_pack("{s:s}", "phase", "destroy"), true);
 	r = force ? eosd_sessions_destroy_all(d, sb.id, err) : refuse_busy(d, sb.id, c, err);
 	if (r < 0)
 		return r;
@@ -256,6 +293,8 @@ eosd_op_squash_layerstacks(struct eosd *d, struct eosd_call *c, json_t **out, st
 	int r;
 
 	r = eos_store_sandbox_get(d->store, c->sandbox_id, &sb, err);
+	if (r >= 0)
+		(void)eosd_stream_progress(c->stream, json_pack("{s:s}", "phase", "squash"), true);
 	r = r < 0 ? r : eos_store_squash(d->store, sb.id, &res, err);
 	if (r < 0)
 		return r;
@@ -299,6 +338,20 @@ export_options(const struct eosd_call *c, struct eos_export_options *o, struct e
 				     "(only a patch comes back inline)",
 				     format);
 	return 0;
+}
+
+/* eos_export_options.progress → {"phase": "export", "paths", "total_paths", "files", "bytes"}. */
+static void
+export_progress(void *ctx, const struct eos_export_status *s)
+{
+	struct eosd_stream *stream = ctx;
+
+	(void)eosd_stream_progress(stream,
+				   json_pack("{s:s, s:I, s:I, s:I, s:I}", "phase", "export",
+					     "paths", (json_int_t)s->paths, "total_paths",
+					     (json_int_t)s->total_paths, "files",
+					     (json_int_t)s->files, "bytes", (json_int_t)s->bytes),
+				   s->paths == 0 || s->paths == s->total_paths);
 }
 
 /* Read the whole patch written to fd. */
@@ -359,6 +412,11 @@ eosd_op_export_changes(struct eosd *d, struct eosd_call *c, json_t **out, struct
 		if (fd < 0)
 			return eos_error_set(err, eos_neg_errno(), "export_changes: memfd: %m");
 		o.fd = fd;
+	}
+	if (eosd_stream_wanted(c->stream)) {
+		(void)eosd_stream_progress(c->stream, json_pack("{s:s}", "phase", "diff"), true);
+		o.progress = export_progress;
+		o.progress_ctx = c->stream;
 	}
 	r = eos_store_export(d->store, &o, &res, err);
 	if (r >= 0 && fd >= 0)

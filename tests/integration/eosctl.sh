@@ -267,7 +267,8 @@ test_stop_start() {
 	run eosctl daemon stop
 	expect_rc 0 "daemon stop without eosd: nothing to do, exit 0"
 	run eosctl --text daemon start
-	expect_rc_match 0 out "started:   true" "daemon start"
+	expect_rc 0 "daemon start"
+	check "... says it started eosd" grep -qE '^started: +true$' <<<"$out"
 	check "... eosd runs again" test -n "$(eosd_pid)"
 	run eosctl daemon start
 	expect_rc_match 0 out "\"pid\":$(eosd_pid)" "daemon start while it runs: the same eosd"
@@ -361,6 +362,45 @@ test_spinner() {
 	check "... (stderr stays empty)" test -z "$err"
 }
 
+# On a terminal a long operation asks for eosd's progress events and draws them on stderr: a bar
+# with the files and bytes, then the reply as always. With --json, or without a terminal, no bar
+# and the output of before.
+test_progress() {
+	python3 - "$T/many" <<'PY' || bail_out "cannot make the tree of 3000 files"
+import os, sys
+for i in range(3000):
+    d = os.path.join(sys.argv[1], "d%02d" % (i % 30))
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "f%04d" % i), "w") as f:
+        f.write("file %d\n" % i)
+PY
+	run script -qec "$EOSCTL_BIN sandbox create $T/many --id sbp" /dev/null
+	expect_rc_match 0 out "3000/3000 files" \
+		"on a terminal, sandbox create draws eosd's progress: files done of the total"
+	check "... a bar at 100%" grep -q '\[################\] 100%' <<<"$out"
+	check "... the phases import and commit" grep -q 'sandbox create: commit' <<<"$out"
+	check "... then the reply, as text" grep -q 'sandbox_id: sbp' <<<"$out"
+	run eosctl file write new.txt --content "new" --sandbox sbp
+	expect_rc 0 "a blind write adds a layer to export"
+	run script -qec "$EOSCTL_BIN sandbox export sbp --format patch" /dev/null
+	expect_rc_match 0 out "1/1 paths" "sandbox export draws the paths written of the total"
+	check "... then the patch" grep -q '+new' <<<"$out"
+	run script -qec "$EOSCTL_BIN --json sandbox create $T/many --id sbq" /dev/null
+	expect_rc_match 0 out '{"sandbox_id":"sbq"' "with --json on a terminal: the JSON document"
+	check "... and no bar" not grep -q '/3000 files' <<<"$out"
+	run eosctl sandbox create "$T/many" --id sbr
+	expect_rc_match 0 out '"files":3000' "without a terminal: the JSON document"
+	check "... and nothing on stderr" test -z "$err"
+	run script -qec "$EOSCTL_BIN sandbox create $T/nope" /dev/null
+	expect_rc_match 1 out "eosctl: not_found: import '$T/nope'" \
+		"a failure reported as an error event: the usual message, exit 1"
+	run script -qec "$EOSCTL_BIN --json sandbox create $T/nope" /dev/null
+	expect_rc_match 1 out '{"error":{"kind":"not_found"' "... and with --json, the envelope"
+	for sb in sbp sbq sbr; do
+		eosctl sandbox destroy "$sb" >/dev/null
+	done
+}
+
 # --url http://127.0.0.1:PORT reaches an eosd listening on loopback TCP.
 test_tcp() {
 	local port
@@ -411,6 +451,7 @@ test_help
 test_completion
 test_publish_rejected
 test_spinner
+test_progress
 test_tcp
 test_concurrent_autostart
 run eosctl daemon stop

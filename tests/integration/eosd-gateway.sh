@@ -23,19 +23,68 @@ tap_tmpdir
 
 ST=$T/state
 export EOS_RUNTIME_DIR=$T/run
-SOCK=$EOS_RUNTIME_DIR/eosd.sock
+SOCK=$(eosd_runtime_dir "$ST")/eosd.sock
 code=
 body=
 
 # POST /v1/$2 with token $1 and body $3: sets $code (HTTP status) and $body.
 api() {
+	api_at "$SOCK" "$@"
+}
+
+# The same to the eosd at socket $1.
+api_at() {
 	local auth=()
-	[[ -n $1 ]] && auth=(-H "Authorization: Bearer $1")
-	code=$(curl -s --max-time 120 --unix-socket "$SOCK" -o "$T/.body" -w '%{http_code}' \
+	[[ -n $2 ]] && auth=(-H "Authorization: Bearer $2")
+	code=$(curl -s --max-time 120 --unix-socket "$1" -o "$T/.body" -w '%{http_code}' \
 		"${auth[@]}" -H 'Content-Type: application/json' -H 'Expect:' \
-		-X POST "http://eosd/v1/$2" --data-binary "$3")
+		-X POST "http://eosd/v1/$3" --data-binary "$4")
 	body=$(cat "$T/.body" 2>/dev/null)
 }
+
+# POST /v1/$2 with token $1 and body $3 asking for events: $code, the headers in $T/.headers and
+# the stream in $T/.events.
+stream_api() {
+	code=$(curl -sN --max-time 120 --unix-socket "$SOCK" -D "$T/.headers" -o "$T/.events" \
+		-w '%{http_code}' -H "Authorization: Bearer $1" -H 'Accept: text/event-stream' \
+		-H 'Content-Type: application/json' -H 'Expect:' -X POST "http://eosd/v1/$2" \
+		--data-binary "$3")
+	body=$(cat "$T/.events" 2>/dev/null)
+}
+
+# Evaluate $2 over the server-sent events in file $1, a list ev of (name, data as JSON).
+sse_eval() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+ev, name, data = [], "message", []
+for line in open(sys.argv[1], encoding="utf-8").read().split("\n"):
+    if line == "":
+        if data:
+            ev.append((name, json.loads("\n".join(data))))
+        name, data = "message", []
+    elif line.startswith("event:"):
+        name = line[6:].strip()
+    elif line.startswith("data:"):
+        data.append(line[5:][1:] if line[5:].startswith(" ") else line[5:])
+v = eval(sys.argv[2])
+print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)
+PY
+}
+
+# The events of the last stream_api satisfy $2 (a Python expression over ev).
+expect_events() {
+	local desc=$1 got
+	got=$(sse_eval "$T/.events" "$2" 2>&1)
+	if [[ $got == true ]]; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		diag "expected $2, got: $got" "the stream:" "$(head -c 2000 "$T/.events")"
+	fi
+}
+
+# The phases of the progress events, each once in order of appearance.
+PHASES='(lambda ps: [p for i, p in enumerate(ps) if i == 0 or ps[i - 1] != p])([d.get("phase") for n, d in ev if n == "progress"])'
 
 # The last reply had status $1 (and, with $2, error kind $2 and $3 in its message).
 expect_reply() {
@@ -95,6 +144,15 @@ setup_trees() {
 	printf 'keep\n' >"$T/src/keep.txt"
 	printf 'in a tar\n' >"$T/tarsrc/sub/t.txt"
 	tar --zstd -cf "$T/src.tar.zst" -C "$T/tarsrc" . || bail_out "tar --zstd failed"
+	# 3000 small files in 30 directories, for the imports that stream progress
+	python3 - "$T/many" <<'PY' || bail_out "cannot make the tree of 3000 files"
+import os, sys
+for i in range(3000):
+    d = os.path.join(sys.argv[1], "d%02d" % (i % 30))
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "f%04d" % i), "w") as f:
+        f.write(("file %d\n" % i) * (1 + i % 7))
+PY
 }
 
 # --- start-up ---------------------------------------------------------------------------------
@@ -117,8 +175,11 @@ start_background() {
 	check "eosd.json exists when the parent returns" test -s "$ST/eosd.json"
 	PID=$(eosd_pid)
 	check "eosd.json names a running eosd" kill -0 "$PID"
-	check "eosd.json names the socket" \
+	check "eosd.json names the socket, in eosd's directory of the runtime directory" \
 		test "$(json_get 'd["socket"]' <"$ST/eosd.json")" = "$SOCK"
+	check "... which it names too, keyed by the state directory" \
+		test "$(json_get 'd["runtime_dir"]' <"$ST/eosd.json")" = "$(eosd_runtime_dir "$ST")"
+	check "... made 0700" test "$(mode_of "$(eosd_runtime_dir "$ST")")" = 700
 	check "the socket is 0600" test "$(mode_of "$SOCK")" = 600
 	check "eosd.json is 0600" test "$(mode_of "$ST/eosd.json")" = 600
 	check "the tokens directory is 0700" test "$(mode_of "$ST/tokens")" = 700
@@ -144,15 +205,29 @@ second_instance() {
 
 # Start-up refusals of an eosd of another state directory; the running one is untouched.
 refused_listens() {
-	run "$EOSD_BIN" --state-dir "$T/state2" -f
+	local long
+	run "$EOSD_BIN" --state-dir "$T/state2" -f --listen "unix:$SOCK"
 	expect_rc_match 1 err "another process serves it" \
 		"an eosd of another state dir refuses a socket that a live eosd serves"
 	run "$EOSD_BIN" --state-dir "$T/state2" -f --listen "unix:$T/s2.sock" \
 		--listen tcp:0.0.0.0:0
 	expect_rc_match 1 err "'0.0.0.0' is not a loopback address" \
 		"a TCP address off loopback is refused without --listen-any"
+	run "$EOSD_BIN" --state-dir "$T/state2" -f --listen "unix:$T/s2.sock" \
+		--listen 'tcp:[2001:db8::1]:0'
+	expect_rc_match 1 err "'2001:db8::1' is not a loopback address" \
+		"an IPv6 address off loopback is refused without --listen-any"
+	run "$EOSD_BIN" --state-dir "$T/state2" -f --listen "unix:$T/s2.sock" --listen 'tcp:[::]:0'
+	expect_rc_match 1 err "'::' is not a loopback address" "... the IPv6 any address too"
+	run "$EOSD_BIN" --state-dir "$T/state2" -f --listen "unix:$T/s2.sock" --listen 'tcp:::1:0'
+	expect_rc_match 1 err "an IPv6 one goes in brackets" "an IPv6 address without brackets is refused"
 	check "the refused eosd wrote no eosd.json" not test -e "$T/state2/eosd.json"
 	check "and removed its socket" not test -e "$T/s2.sock"
+	long=$T/$(printf 'r%.0s' {1..80})
+	EOS_RUNTIME_DIR=$long run "$EOSD_BIN" --state-dir "$T/state2" -f
+	expect_rc_match 1 err "the socket '$(EOS_RUNTIME_DIR=$long eosd_runtime_dir "$T/state2")/eosd.sock' is longer than the 107 bytes" \
+		"a default socket path too long for a Unix socket is refused, naming it"
+	check "... and how to do without it" grep -q "shorter EOS_RUNTIME_DIR, or pass --listen" <<<"$err"
 	api "$OT" observability/ping '{}'
 	expect_reply 200 "" "" "the running eosd still answers on its socket"
 }
@@ -194,6 +269,52 @@ create_list_inspect() {
 		'L000001 1 [] []'
 	api "$MT" management/inspect_sandbox '{"sandbox_id": "nope"}'
 	expect_reply 404 not_found "nope" "inspect_sandbox of a missing sandbox is not_found"
+}
+
+# --- progress events ----------------------------------------------------------------------------
+
+# create_sandbox asked for events: progress (scan, import, commit) then the result, which is the
+# plain reply's document; a failure of the handler is an error event; refusals before it stay
+# plain replies.
+streamed_import() {
+	stream_api "$MT" management/create_sandbox \
+		"{\"args\": {\"source\": \"$T/many\", \"id\": \"many\"}}"
+	check "a create_sandbox asking for events answers 200" test "$code" = 200
+	check "... as text/event-stream" grep -qi '^content-type: text/event-stream' "$T/.headers"
+	expect_events "progress events come first, then exactly one result event, last" \
+		'len(ev) > 1 and [n for n, _ in ev] == ["progress"] * (len(ev) - 1) + ["result"]'
+	expect_events "... through the phases scan, import and commit" \
+		"$PHASES == ['scan', 'import', 'commit']"
+	expect_events "... the import events know the totals, 3000 files" \
+		'all(d["total_files"] == 3000 for n, d in ev if d.get("phase") in ("import", "commit"))'
+	expect_events "... and the last progress event has every file and byte done" \
+		'ev[-2][1]["files"] == 3000 and ev[-2][1]["bytes"] == ev[-2][1]["total_bytes"] == ev[-1][1]["bytes"]'
+	sse_eval "$T/.events" 'ev[-1][1]' >"$T/streamed.json"
+	api "$MT" management/create_sandbox "{\"args\": {\"source\": \"$T/many\", \"id\": \"many2\"}}"
+	expect_reply 200 "" "" "the same import without events answers a plain reply"
+	check "... whose fields are the result event's, with the same counts" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1])); b = json.loads(sys.argv[2])
+assert sorted(a) == sorted(b), (sorted(a), sorted(b))
+assert all(a[k] == b[k] for k in ("version", "files", "dirs", "bytes", "skipped")), (a, b)
+' "$T/streamed.json" "$body"
+
+	stream_api "$MT" management/create_sandbox "{\"args\": {\"source\": \"$T/nope\"}}"
+	check "a failing create_sandbox asking for events answers 200 too" test "$code" = 200
+	expect_events "... and ends with an error event, no result" \
+		'ev[-1][0] == "error" and [n for n, _ in ev if n != "progress"] == ["error"]'
+	expect_events "... holding the error envelope, kind not_found naming the path" \
+		'ev[-1][1]["error"]["kind"] == "not_found" and "nope" in ev[-1][1]["error"]["message"]'
+	stream_api "$MT" management/create_sandbox '{"args": {"source": "/x", "colour": 1}}'
+	expect_reply 400 invalid_request "'colour'" \
+		"a request refused before its handler runs is a plain reply, even asking for events"
+	stream_api "$MT" management/list_sandboxes '{}'
+	check "an operation that is not long-running answers plain JSON" \
+		grep -qi '^content-type: application/json' "$T/.headers"
+	check "... its usual document" test "$(field 'len(d["sandboxes"]) >= 3')" = true
+	api "$MT" management/destroy_sandbox '{"sandbox_id": "many"}'
+	api "$MT" management/destroy_sandbox '{"sandbox_id": "many2"}'
+	expect_reply 200 "" "" "destroy both imports of the 3000 files"
 }
 
 refusals() {
@@ -314,6 +435,183 @@ EOF
 		grep -qx 'closed by eosd' "$T/slow.out"
 }
 
+# --- requests held in flight (the failpoint gateway.handler=wait:FILE) ---------------------------
+
+FP_ST=$T/state-fp
+FP_SOCK=$T/fp.sock
+
+# Wait (up to 60 s) for file $1.
+wait_file() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		[[ -e $1 ]] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# An eosd of its own in the foreground, its environment with $@ added (FP_PID, log $T/fp.log).
+start_fp_eosd() {
+	rm -f "$FP_ST/eosd.json"
+	env "$@" "$EOSD_BIN" --state-dir "$FP_ST" -f --listen "unix:$FP_SOCK" 2>"$T/fp.log" &
+	FP_PID=$!
+	track_pid "$FP_PID"
+	wait_file "$FP_ST/eosd.json" || bail_out "the eosd with a held failpoint did not start"
+}
+
+# POST /v1/$2 with token $1 and body $3 to that eosd; $4.code appears once it has answered
+# (the status), with $4.h (headers) and $4.body.
+fp_api() {
+	curl -s --max-time 120 --unix-socket "$FP_SOCK" -D "$4.h" -o "$4.body" -w '%{http_code}' \
+		-H "Authorization: Bearer $1" -X POST "http://eosd/v1/$2" --data-binary "$3" \
+		>"$4.tmp"
+	mv "$4.tmp" "$4.code"
+}
+
+stop_fp_eosd() {
+	kill -TERM "$FP_PID"
+	wait "$FP_PID"
+	check "$1: SIGTERM, exit status 0" test "$?" = 0
+}
+
+# The sockets process $1 holds open.
+sockets_of() {
+	find "/proc/$1/fd" -lname 'socket:*' 2>/dev/null | wc -l
+}
+
+have_failpoints() {
+	grep -q '^#define EOS_FAILPOINTS 1' "$top_builddir/config.h" 2>/dev/null
+}
+
+# A full worker queue is answered 503 unavailable with Retry-After: a pool of one worker and a
+# queue of one (EOSD_TEST_POOL), the worker held by the failpoint.
+queue_full() {
+	local ot a=$T/qa b=$T/qb c=$T/qc first other i
+	start_fp_eosd EOSD_TEST_POOL=1:1 "EOS_FAILPOINTS=gateway.handler=wait:$T/go1"
+	ot=$(cat "$FP_ST/tokens/observability")
+	fp_api "$ot" observability/ping '{}' "$a" &
+	check "queue: the one worker holds a request" wait_file "$T/go1.waiting"
+	fp_api "$ot" observability/ping '{}' "$b" &
+	fp_api "$ot" observability/ping '{}' "$c" &
+	for ((i = 0; i < 1200; i++)); do
+		[[ -e $b.code || -e $c.code ]] && break
+		sleep 0.05
+	done
+	first=$b other=$c
+	[[ -e $b.code ]] || first=$c other=$b
+	check "... a request beyond the queue of one is answered at once: 503" \
+		test "$(cat "$first.code")" = 503
+	check "... kind unavailable, saying the queue is full" test "$(json_get \
+		'd["error"]["kind"] + ":" + str("queue" in d["error"]["message"])' <"$first.body")" = \
+		unavailable:True
+	check "... with a Retry-After header" grep -qi '^retry-after: [0-9]' "$first.h"
+	check "... while the queued one waits" not test -e "$other.code"
+	touch "$T/go1"
+	check "the held request is answered once released" wait_file "$a.code"
+	check "... 200" test "$(cat "$a.code")" = 200
+	check "the queued one is answered too, 200" wait_file "$other.code"
+	check "... 200" test "$(cat "$other.code")" = 200
+	stop_fp_eosd "queue"
+}
+
+# A client that leaves in the middle of a streamed import: the import goes on to the end, eosd
+# stays healthy and keeps no connection of it.
+client_gone() {
+	local mt sockets i
+	start_fp_eosd "EOS_FAILPOINTS=gateway.handler=wait:$T/go2"
+	mt=$(cat "$FP_ST/tokens/management")
+	sockets=$(sockets_of "$FP_PID")
+	python3 - "$FP_SOCK" "$mt" "$T/many" >"$T/gone.out" 2>&1 <<'PY'
+import json, socket, sys
+body = json.dumps({"args": {"source": sys.argv[3], "id": "gone"}}).encode()
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"POST /v1/management/create_sandbox HTTP/1.1\r\nHost: eosd\r\n"
+          b"Authorization: Bearer " + sys.argv[2].encode() + b"\r\n"
+          b"Accept: text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+head = b""
+while b"\r\n\r\n" not in head:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    head += chunk
+print(head.split(b"\r\n")[0].decode())
+s.close()
+PY
+	check "gone: the stream began (200) while the handler was held" \
+		grep -q '^HTTP/1.1 200' "$T/gone.out"
+	touch "$T/go2"
+	for ((i = 0; i < 1200; i++)); do
+		fp_api "$mt" management/list_sandboxes '{}' "$T/gl"
+		grep -q '"gone"' "$T/gl.body" && break
+		sleep 0.05
+	done
+	check "... the import ran to its end without its client: the sandbox exists" \
+		grep -q '"gone"' "$T/gl.body"
+	fp_api "$mt" management/inspect_sandbox '{"sandbox_id": "gone"}' "$T/gi"
+	check "... with its 3000 files (and 30 directories)" test "$(json_get 'd["layer_list"][0]["created"]' \
+		<"$T/gi.body")" = 3030
+	for ((i = 0; i < 600; i++)); do
+		(($(sockets_of "$FP_PID") <= sockets)) && break
+		sleep 0.05
+	done
+	check "... and eosd holds no socket more than before the client came" \
+		test "$(sockets_of "$FP_PID")" -le "$sockets"
+	stop_fp_eosd "gone"
+}
+
+# SIGTERM while a request (an import of 3000 files) is in flight: new requests get 503, the
+# import completes and is answered, eosd exits 0, and the store is clean.
+stop_in_flight() {
+	local mt ot held
+	start_fp_eosd EOS_LOG=info "EOS_FAILPOINTS=gateway.handler=wait:$T/go3"
+	mt=$(cat "$FP_ST/tokens/management")
+	ot=$(cat "$FP_ST/tokens/observability")
+	fp_api "$mt" management/create_sandbox "{\"args\": {\"source\": \"$T/many\", \"id\": \"held\"}}" \
+		"$T/held" &
+	held=$!
+	check "stop: an import is in flight" wait_file "$T/go3.waiting"
+	kill -TERM "$FP_PID"
+	wait_file_grep "stopping (1 requests in flight)" "$T/fp.log"
+	check "... SIGTERM: eosd says it is stopping with 1 request in flight" \
+		grep -q 'stopping (1 requests in flight)' "$T/fp.log"
+	fp_api "$ot" observability/ping '{}' "$T/late"
+	check "... a new request gets 503" test "$(cat "$T/late.code")" = 503
+	check "... kind unavailable: stopping" test "$(json_get 'd["error"]["message"]' \
+		<"$T/late.body")" = "eosd is stopping"
+	check "... eosd waits for the import" kill -0 "$FP_PID"
+	touch "$T/go3"
+	wait "$FP_PID"
+	check "... then exits 0" test "$?" = 0
+	wait "$held" # the client may still be writing down the answer it got
+	check "... once the import was answered, 200" test "$(cat "$T/held.code" 2>/dev/null)" = 200
+	check "... with its 3000 files" test "$(json_get 'd["files"]' <"$T/held.body")" = 3000
+	run eos_store --store "$FP_ST/store" --json fsck
+	expect_rc 0 "... and the store it closed is clean (eos-store fsck)"
+	run eos_store --store "$FP_ST/store" --json ls
+	check "... and holds the import" json_has_sandbox held <<<"$out"
+}
+
+# Wait (up to 60 s) until file $2 holds the text $1.
+wait_file_grep() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		grep -qF "$1" "$2" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+held_requests() {
+	if ! have_failpoints; then
+		ok "# SKIP requests held in flight: this build has no failpoints (--enable-failpoints)"
+		return
+	fi
+	queue_full
+	client_gone
+	stop_in_flight
+}
+
 # The socket is 0600; opened up, the SO_PEERCRED check still refuses another uid.
 other_uid() {
 	if ((EUID != 0)); then
@@ -325,11 +623,11 @@ other_uid() {
 		-X POST http://eosd/v1/management/list_sandboxes -d '{}')
 	run "${user_curl[@]}"
 	check "another uid cannot connect to the 0600 socket" test "$rc" != 0 -o "${out##*$'\n'}" = 000
-	chmod 0711 "$T/run"
+	chmod 0711 "$T/run" "$(dirname "$SOCK")"
 	chmod 0666 "$SOCK"
 	run "${user_curl[@]}"
 	chmod 0600 "$SOCK"
-	chmod 0700 "$T/run"
+	chmod 0700 "$T/run" "$(dirname "$SOCK")"
 	check "another uid on an opened-up socket is refused by SO_PEERCRED (403)" \
 		test "${out##*$'\n'}" = 403
 	check "the refusal is forbidden" test "$(head -n1 <<<"$out" | json_get 'd["error"]["kind"]')" = forbidden
@@ -360,6 +658,80 @@ offline_changes() {
 	else
 		diag "FUSE unusable here: destroy_sandbox's refusal is checked without a session"
 	fi
+}
+
+# --listen tcp:[::1]:PORT: eosd on the IPv6 loopback, where the machine has one.
+ipv6_loopback() {
+	local pid tcp
+	if ! python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2>/dev/null; then
+		ok "# SKIP IPv6 loopback: this machine has no ::1 to bind (only the refusals are checked)"
+		return
+	fi
+	"$EOSD_BIN" --state-dir "$T/state6" -f --listen "unix:$T/s6.sock" --listen 'tcp:[::1]:0' \
+		2>"$T/eosd6.err" &
+	pid=$!
+	track_pid "$pid"
+	check "eosd listening on tcp:[::1]:0 becomes ready" wait_file "$T/state6/eosd.json"
+	tcp=$(json_get 'd["tcp"]' <"$T/state6/eosd.json")
+	check "... eosd.json names the IPv6 loopback address and its port" \
+		grep -qxE '\[::1\]:[0-9]+' <<<"$tcp"
+	code=$(curl -sg --max-time 60 -o "$T/.body" -w '%{http_code}' \
+		-H "Authorization: Bearer $(cat "$T/state6/tokens/observability")" \
+		-X POST "http://$tcp/v1/observability/ping" -d '{}')
+	check "... ping answers over [::1]" test "$code" = 200
+	kill -TERM "$pid"
+	wait "$pid"
+	check "... and SIGTERM stops it, exit 0" test "$?" = 0
+}
+
+# Two eosd of different state directories sharing one runtime directory: each has a directory of
+# its own there (socket, session views), and both serve sessions at once, even of the same
+# sandbox and session names.
+two_daemons() {
+	local s dir mp pids=()
+	for s in a b; do
+		run "$EOSD_BIN" --state-dir "$T/state-$s"
+		expect_rc 0 "one runtime directory, two state directories: eosd $s starts"
+		pids+=("$(json_get 'd["pid"]' <"$T/state-$s/eosd.json")")
+		dir=$(json_get 'd["runtime_dir"]' <"$T/state-$s/eosd.json")
+		check "... in a directory of its own in the runtime directory" \
+			test "$dir" = "$(eosd_runtime_dir "$T/state-$s")"
+		check "... with its socket there" \
+			test "$(json_get 'd["socket"]' <"$T/state-$s/eosd.json")" = "$dir/eosd.sock"
+	done
+	check "... the two directories differ" \
+		test "$(eosd_runtime_dir "$T/state-a")" != "$(eosd_runtime_dir "$T/state-b")"
+	for s in a b; do
+		api_at "$(eosd_runtime_dir "$T/state-$s")/eosd.sock" "$(cat "$T/state-$s/tokens/management")" \
+			management/create_sandbox "{\"args\": {\"source\": \"$T/src\", \"id\": \"sb\"}}"
+		expect_reply 200 "" "" "eosd $s imports sandbox sb"
+	done
+	if ((!HAVE_SESSION)); then
+		diag "FUSE unusable here: the two eosd serve no session"
+	else
+		for s in a b; do
+			api_at "$(eosd_runtime_dir "$T/state-$s")/eosd.sock" "$(cat "$T/state-$s/tokens/runtime")" \
+				runtime/create_workspace_session \
+				'{"sandbox_id": "sb", "args": {"workspace_session_id": "w1"}}'
+			expect_reply 200 "" "" "eosd $s serves session w1 of sb"
+			mp=$(field 'd["mount_path"]')
+			check "... at its own mount path" \
+				test "$mp" = "$(eosd_runtime_dir "$T/state-$s")/sessions/sb/w1"
+			api_at "$(eosd_runtime_dir "$T/state-$s")/eosd.sock" "$(cat "$T/state-$s/tokens/runtime")" \
+				runtime/file_write "{\"sandbox_id\": \"sb\", \"args\": {\"workspace_session_id\": \"w1\", \"path\": \"who.txt\", \"content\": \"eosd $s\\n\"}}"
+			expect_reply 200 "" "" "... which takes a write"
+		done
+		for s in a b; do
+			check "both views are live at once: eosd $s's shows its own write" grep -qx "eosd $s" \
+				"$(eosd_runtime_dir "$T/state-$s")/sessions/sb/w1/who.txt"
+		done
+	fi
+	for s in 0 1; do
+		kill -TERM "${pids[$s]}"
+		check "eosd $((s + 1)) of 2 stops" wait_gone "${pids[$s]}"
+	done
+	check "... and both sockets are gone" not test -e "$(eosd_runtime_dir "$T/state-a")/eosd.sock" -o \
+		-e "$(eosd_runtime_dir "$T/state-b")/eosd.sock"
 }
 
 start_foreground() {
@@ -393,9 +765,16 @@ export_squash_destroy() {
 	check "the tar holds the new file" grep -q 'dir/new.txt' <(tar -tf "$T/out.tar")
 	api "$MT" management/export_changes '{"sandbox_id": "s1", "args": {"format": "tar"}}'
 	expect_reply 400 invalid "'dest'" "a tar export without dest is refused, naming dest"
-	api "$MT" management/squash_layerstacks '{"sandbox_id": "s1"}'
-	expect_reply 200 "" "" "squash_layerstacks answers"
-	check "it folded layers" test "$(field 'd["layers_removed"] >= 1')" = true
+	stream_api "$MT" management/export_changes '{"sandbox_id": "s1", "args": {"format": "patch"}}'
+	expect_events "export_changes asking for events: the phases diff and export, then the result" \
+		"$PHASES == ['diff', 'export'] and ev[-1][0] == 'result'"
+	expect_events "... the last export event has every path written" \
+		'[d for n, d in ev if n == "progress"][-1]["paths"] == [d for n, d in ev if n == "progress"][-1]["total_paths"] > 0'
+	expect_events "... and the result holds the patch" '"+TWO" in ev[-1][1]["patch"]'
+	stream_api "$MT" management/squash_layerstacks '{"sandbox_id": "s1"}'
+	expect_events "squash_layerstacks asking for events: the phase squash, then the result" \
+		"$PHASES == ['squash'] and ev[-1][0] == 'result'"
+	check "it folded layers" test "$(sse_eval "$T/.events" 'ev[-1][1]["layers_removed"] >= 1')" = true
 	if ((HAVE_SESSION)); then
 		api "$MT" management/destroy_sandbox '{"sandbox_id": "s1"}'
 		expect_reply 409 busy "'ws1'" "destroy_sandbox is refused while a session exists, naming it"
@@ -424,12 +803,16 @@ second_instance
 refused_listens
 health_ping_version
 create_list_inspect
+streamed_import
 refusals
 issued_tokens
 slow_client
+held_requests
 other_uid
 stop_background
 offline_changes
+two_daemons
+ipv6_loopback
 start_foreground
 export_squash_destroy
 stop_foreground

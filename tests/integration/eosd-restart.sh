@@ -37,8 +37,8 @@ command -v curl >/dev/null || bail_out "curl is needed to talk to eosd"
 export EOS_STATE_DIR=$T/state EOS_RUNTIME_DIR=$T/run
 unset EOS_STORE EOS_OPERATION EOS_NO_AUTOSTART
 ST=$EOS_STATE_DIR
-SOCK=$EOS_RUNTIME_DIR/eosd.sock
-VIEWS=$EOS_RUNTIME_DIR/sessions/sb
+SOCK=$(eosd_runtime_dir "$EOS_STATE_DIR")/eosd.sock
+VIEWS=$(eosd_runtime_dir "$EOS_STATE_DIR")/sessions/sb
 sessions=()  # every explicit session that must survive
 published=() # "path content" of every acknowledged publish
 imported=()  # every acknowledged import

@@ -199,7 +199,7 @@ expect_call 409 "a conflicting publish is rejected"
 check "… with kind publish_rejected" test "$(field 'd["error"]["kind"]')" = publish_rejected
 check "… listing the conflict with its lines" \
 	test "$(field 'd["error"]["details"]["conflicts"][0]["path"]')" = a.txt
-check "the rejected session is kept as it was" grep -qx zwei "$EOS_RUNTIME_DIR/sessions/sb/$W2/a.txt"
+check "the rejected session is kept as it was" grep -qx zwei "$(eosd_runtime_dir "$ST")/sessions/sb/$W2/a.txt"
 
 # --- SIGKILL and restart --------------------------------------------------------------------------
 echo unpublished >"$MNT/kept.txt"

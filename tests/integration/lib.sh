@@ -173,6 +173,14 @@ json_has_sandbox() {
 	[[ $(json_get "'$1' in [s['id'] for s in d['sandboxes']]") == true ]]
 }
 
+# eosd's own directory in $EOS_RUNTIME_DIR for state directory $1 (supervisor/runfiles.h): named
+# by the first 16 hex digits of the SHA-256 of the state directory's real path.
+eosd_runtime_dir() {
+	local real
+	real=$(realpath -m "$1") || return 1
+	printf '%s/%s\n' "${EOS_RUNTIME_DIR:?}" "$(printf '%s' "$real" | sha256sum | cut -c1-16)"
+}
+
 # Sleep $1 milliseconds.
 sleep_ms() {
 	sleep "$(($1 / 1000)).$(printf '%03d' $(($1 % 1000)))"

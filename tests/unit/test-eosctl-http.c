@@ -90,6 +90,19 @@ static const char peer_py[] =
 	"        send(c, b'HTTP/1.1 200 OK\\r\\nX-Big: ' + b'x' * 70000 + b'\\r\\n\\r\\n')\n"
 	"    elif t == '/two-lengths':\n"
 	"        send(c, b'HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\nContent-Length: 3\\r\\n\\r\\n{}')\n"
+	"    elif t == '/events':\n"
+	"        ev = (b': a comment\\r\\nevent: progress\\r\\ndata: {\"n\":1}\\r\\n\\r\\n'\n"
+	"              b'event: progress\\ndata: line one\\ndata:line two\\n\\n'\n"
+	"              b'data: nameless\\r\\r'\n"
+	"              b'event: empty\\n\\nretry: 5\\nevent: result\\ndata: {\"done\":true}\\n\\n'\n"
+	"              b'event: cut\\ndata: never ended')\n"
+	"        pieces = [ev[i:i + 5] for i in range(0, len(ev), 5)]\n"
+	"        kind = b'text/event-stream' if 'text/event-stream' in h.get('accept', '') \\\n"
+	"            else b'text/plain'\n"
+	"        send(c, b'HTTP/1.1 200 OK\\r\\nContent-Type: ' + kind + b'; charset=utf-8\\r\\n'\n"
+	"             b'Transfer-Encoding: chunked\\r\\n\\r\\n'\n"
+	"             + b''.join(b'%x\\r\\n%s\\r\\n' % (len(p), p) for p in pieces)\n"
+	"             + b'0\\r\\n\\r\\n', step=3)\n"
 	"    elif t == '/late':\n"
 	"        time.sleep(0.5); reply(c, 200, b'{\"late\":true}')\n"
 	"    elif t == '/never':\n"
@@ -216,6 +229,62 @@ START_TEST(bodies_by_each_framing)
 	answers("/slow", 200, "{\"a\":\"slow\"}");
 	answers("/interim", 201, "{}");
 	answers("/nothing-here", 404, "{\"error\":{\"kind\":\"not_found\",\"message\":\"no\"}}");
+}
+END_TEST
+
+struct events_seen {
+	char text[1024]; /* "name=data|" for each event */
+};
+
+static void
+on_event(void *arg, const char *name, const char *data)
+{
+	struct events_seen *e = arg;
+	size_t len = strlen(e->text);
+
+	snprintf(e->text + len, sizeof(e->text) - len, "%s=%s|", name, data);
+}
+
+/* Server-sent events, cut anywhere by chunks and writes: CRLF, LF and CR line ends, comments,
+ * several data lines, an event without a name, one without data, one never ended. */
+START_TEST(server_sent_events)
+{
+	const char *urls[] = { sock_path, tcp_url };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct eosctl_endpoint ep = { 0 };
+		struct events_seen seen = { "" };
+		struct eosctl_http_request req = { .method = "POST",
+						   .target = "/events",
+						   .body = "{}",
+						   .body_len = 2,
+						   .timeout_ms = 10000,
+						   .on_event = on_event,
+						   .event_arg = &seen };
+		struct eosctl_http_response resp = { 0 };
+		struct eos_error err = { 0 };
+
+		ck_assert_int_eq(eosctl_endpoint_parse(urls[i], &ep, NULL), 0);
+		ck_assert_msg(eosctl_http_call(&ep, &req, &resp, &err) == 0, "%s", err.msg);
+		ck_assert_str_eq(seen.text, "progress={\"n\":1}|progress=line one\nline two|"
+					    "message=nameless|result={\"done\":true}|");
+		ck_assert_str_eq(resp.content_type, "text/event-stream; charset=utf-8");
+		ck_assert_uint_eq(resp.body_len, 0);
+		eosctl_http_response_release(&resp);
+		eosctl_endpoint_release(&ep);
+	}
+}
+END_TEST
+
+/* Without on_event nothing asks for events: the peer's other type is read as a body. */
+START_TEST(events_only_when_asked)
+{
+	struct eosctl_http_response resp;
+
+	ck_assert_int_eq(call(sock_path, "/events", "{}", 2, 10000, &resp, NULL), 0);
+	ck_assert_str_eq(resp.content_type, "text/plain; charset=utf-8");
+	ck_assert_ptr_nonnull(strstr(resp.body, "event: result"));
+	eosctl_http_response_release(&resp);
 }
 END_TEST
 
@@ -375,6 +444,8 @@ main(void)
 	tcase_add_unchecked_fixture(tc, peer_start, peer_stop);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, bodies_by_each_framing);
+	tcase_add_test(tc, server_sent_events);
+	tcase_add_test(tc, events_only_when_asked);
 	tcase_add_test(tc, body_to_the_end_of_the_connection);
 	tcase_add_test(tc, request_is_framed_and_authorized);
 	tcase_add_test(tc, reply_of_a_server_that_stops_reading);

@@ -700,18 +700,47 @@ compare_git(const char *sb, uint64_t v, const char *host)
 
 /* --- the exports ------------------------------------------------------------------------------ */
 
+struct progress_seen {
+	unsigned calls;
+	struct eos_export_status last;
+};
+
+static void
+on_progress(void *arg, const struct eos_export_status *s)
+{
+	struct progress_seen *p = arg;
+
+	ck_assert_uint_le(s->paths, s->total_paths);
+	ck_assert_uint_ge(s->paths, p->last.paths);
+	p->calls++;
+	p->last = *s;
+}
+
+/* Export, and check the progress reported: it ends with every path, file and byte written. */
 static struct eos_export_result
 export_ok(const char *sb, uint64_t from, uint64_t to, enum eos_export_format f, const char *dest)
 {
-	struct eos_export_options o = {
-		.sandbox = sb, .from = from, .to = to, .format = f, .dest = dest, .fd = -1
-	};
+	struct progress_seen seen = { 0 };
+	struct eos_export_options o = { .sandbox = sb,
+					.from = from,
+					.to = to,
+					.format = f,
+					.dest = dest,
+					.fd = -1,
+					.progress = on_progress,
+					.progress_ctx = &seen };
 	struct eos_export_result res = { 0 };
 	struct eos_error err = { 0 };
 	int r = eos_store_export(st, &o, &res, &err);
 
 	ck_assert_msg(r == 0, "%s: export: %s", ctx, eos_error_message(&err, r));
 	ck_assert_uint_eq(res.from, from ? from : res.from);
+	ck_assert_msg(seen.calls > 0 || res.files == 0, "%s: no progress reported", ctx);
+	if (seen.calls) {
+		ck_assert_uint_eq(seen.last.paths, seen.last.total_paths);
+		ck_assert_uint_eq(seen.last.files, res.files);
+		ck_assert_uint_eq(seen.last.bytes, res.bytes);
+	}
 	return res;
 }
 

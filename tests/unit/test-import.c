@@ -454,17 +454,25 @@ count_sandboxes(struct eos_store *st)
 
 struct progress_seen {
 	unsigned calls;
-	uint64_t files, bytes;
+	enum eos_import_phase phase;
+	uint64_t files, bytes, total_files, total_bytes;
 };
 
 static void
-on_progress(void *ctx, uint64_t files, uint64_t bytes)
+on_progress(void *ctx, const struct eos_import_status *s)
 {
 	struct progress_seen *p = ctx;
 
+	/* Phases only move forward; the totals are known from STAGE on. */
+	ck_assert_int_ge(s->phase, p->phase);
+	if (s->phase == EOS_IMPORT_SCAN)
+		ck_assert_uint_eq(s->total_files, 0);
+	p->phase = s->phase;
 	p->calls++;
-	p->files = files;
-	p->bytes = bytes;
+	p->files = s->files;
+	p->bytes = s->bytes;
+	p->total_files = s->total_files;
+	p->total_bytes = s->total_bytes;
 }
 
 START_TEST(test_dir_round_trip)
@@ -493,9 +501,12 @@ START_TEST(test_dir_round_trip)
 	ck_assert_uint_eq(res.symlinks, 3);
 	ck_assert_uint_eq(res.bytes, 6 * MIB + (100 << 10) + 4096 + 257 + 256 + 255 + 1 + 5000 +
 					     1000 + 10 + 3 + 4 + 5 + 6 + 7 + 8 + 11 + 12 + 13 + 14);
-	ck_assert_uint_ge(seen.calls, 1);
+	ck_assert_uint_ge(seen.calls, 3);
+	ck_assert_int_eq(seen.phase, EOS_IMPORT_COMMIT);
 	ck_assert_uint_eq(seen.files, res.files);
 	ck_assert_uint_eq(seen.bytes, res.bytes);
+	ck_assert_uint_eq(seen.total_files, res.files);
+	ck_assert_uint_eq(seen.total_bytes, res.bytes);
 	ck_assert_uint_eq(compare_with_host(st, res.sandbox, tree), 1 + 9 + 24 + 3);
 	ck_assert(eos_store_sandbox_get(st, res.sandbox, &info, NULL) == 0);
 	ck_assert(asprintf(&source, "dir:%s", tree) > 0);
@@ -515,8 +526,14 @@ START_TEST(test_tar_round_trip)
 	cleanup_free char *zst = pjoin(work, "x.tar.zst");
 	cleanup_free char *gz = pjoin(work, "x.tgz");
 	EOS_CLEANUP(eos_store_closep) struct eos_store *st = eos_test_store_new(&sdir);
-	struct eos_import_result d, t, z, g;
+	struct progress_seen seen = { 0 };
+	struct eos_import_options o = { .sandbox = "from-zst",
+					.progress = on_progress,
+					.progress_ctx = &seen };
+	struct eos_import_result d, t, z = { 0 }, g;
 	struct eos_sandbox_info info;
+	struct eos_error err = { 0 };
+	int r;
 
 	/* pax keeps nanosecond mtimes (the gnu format stores whole seconds only). */
 	run("tar -C '%s' --format=pax -cf '%s' .", tree, tar);
@@ -524,7 +541,13 @@ START_TEST(test_tar_round_trip)
 	run("tar -C '%s' --format=pax -czf '%s' .", tree, gz);
 	d = import_ok(st, tree, "from-dir");
 	t = import_ok(st, tar, "from-tar");
-	z = import_ok(st, zst, "from-zst");
+	r = eos_store_import(st, zst, &o, &z, &err);
+	ck_assert_msg(r == 0, "import '%s': %s", zst, eos_error_message(&err, r));
+	/* An archive's totals come from its first read. */
+	ck_assert_int_eq(seen.phase, EOS_IMPORT_COMMIT);
+	ck_assert_uint_eq(seen.total_files, z.files);
+	ck_assert_uint_eq(seen.total_bytes, z.bytes);
+	ck_assert_uint_eq(seen.files, z.files);
 	g = import_ok(st, gz, "from-gz");
 	ck_assert_uint_eq(compare_with_host(st, "from-tar", tree), 1 + 9 + 24 + 3);
 	ck_assert_uint_eq(compare_with_host(st, "from-zst", tree), 1 + 9 + 24 + 3);

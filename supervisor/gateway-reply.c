@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * supervisor/gateway: replies, from the workers back to the loop. A worker never touches
+ * evhttp: it queues what it has for the client on its job — event text while the handler runs,
+ * the reply once it has returned — and hands the job to the loop (gw->done, event_active()).
+ * On the loop, a plain request gets one reply. A streamed one (supervisor/stream.h) gets
+ * "200 text/event-stream" when its handler starts (evhttp_send_reply_start()), a chunk for each
+ * batch of events (evhttp_send_reply_chunk()), and a last chunk holding the "result" or "error"
+ * event (evhttp_send_reply_end()).
+ *
+ * A client that leaves: libevent 2.1 detaches a request whose reply is not complete from its
+ * failed connection (evhttp_request_get_connection() is then NULL) and leaves the request to
+ * its owner. The loop then writes nothing more for it and, once the handler has returned,
+ * evhttp_send_reply() or evhttp_send_reply_end() frees it. So nothing leaks, and the handler
+ * is never cancelled.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/clock.h"
+#include "common/errkind.h"
+#include "common/json.h"
+
+#include "supervisor/gateway-internal.h"
+
+static const char oom_text[] =
+	"{\"error\":{\"kind\":\"out_of_memory\",\"message\":\"eosd: out of memory\"}}";
+
+/* --- plain replies ---------------------------------------------------------------------------- */
+
+void
+eosd_gateway_send_text(struct evhttp_request *req, int status, const char *text)
+{
+	struct evbuffer *buf = evbuffer_new();
+
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+			  "application/json");
+	if (buf) {
+		evbuffer_add(buf, text, strlen(text));
+		evbuffer_add(buf, "\n", 1);
+	}
+	evhttp_send_reply(req, status, NULL, buf);
+	if (buf)
+		evbuffer_free(buf);
+}
+
+char *
+eosd_gateway_error_text(int kind, const char *message, json_t *details)
+{
+	EOS_CLEANUP(json_decrefp)
+	json_t *e = json_pack("{s:s, s:s}", "kind", eos_errkind_name(kind), "message", message);
+	EOS_CLEANUP(json_decrefp) json_t *root = NULL;
+
+	if (!e) {
+		json_decref(details);
+		return NULL;
+	}
+	if (details && eos_json_set(e, "details", details) < 0)
+		return NULL;
+	root = json_pack("{s:O}", "error", e);
+	return root ? json_dumps(root, JSON_COMPACT) : NULL;
+}
+
+void
+eosd_gateway_send_error(struct evhttp_request *req, int kind, const char *message)
+{
+	cleanup_free char *text = eosd_gateway_error_text(kind, message, NULL);
+
+	eosd_gateway_send_text(req, text ? eos_errkind_http_status(kind) : 503,
+			       text ? text : oom_text);
+}
+
+void
+eosd_gateway_send_errorf(struct evhttp_request *req, int kind, const char *fmt, ...)
+{
+	char msg[EOS_ERROR_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	eosd_gateway_send_error(req, kind, msg);
+}
+
+void
+eosd_gateway_job_free(struct eosd_job *j)
+{
+	if (j->in)
+		evbuffer_free(j->in);
+	json_decref(j->body);
+	json_decref(j->call.details);
+	eos_buf_release(&j->events);
+	eos_buf_release(&j->out);
+	free(j->reply);
+	free(j);
+}
+
+/* --- on the worker ---------------------------------------------------------------------------- */
+
+/* Put j on the loop's list unless it is there (gw->done_lock held). */
+static void
+post_locked(struct eosd_job *j)
+{
+	if (j->queued)
+		return;
+	j->queued = true;
+	j->next = j->gw->done;
+	j->gw->done = j;
+}
+
+void
+eosd_gateway_job_open(struct eosd_job *j)
+{
+	struct eosd_gateway *gw = j->gw;
+
+	if (!j->wants_stream)
+		return;
+	j->stream = (struct eosd_stream){ .job = j };
+	j->call.stream = &j->stream;
+	pthread_mutex_lock(&gw->done_lock);
+	j->opened = true;
+	post_locked(j);
+	pthread_mutex_unlock(&gw->done_lock);
+	event_active(gw->done_ev, EV_READ, 1);
+}
+
+void
+eosd_gateway_job_finish(struct eosd_job *j)
+{
+	struct eosd_gateway *gw = j->gw; /* the loop may free j once the lock is released */
+
+	j->call.stream = NULL;
+	pthread_mutex_lock(&gw->done_lock);
+	j->finished = true;
+	post_locked(j);
+	pthread_mutex_unlock(&gw->done_lock);
+	event_active(gw->done_ev, EV_READ, 1);
+}
+
+/* Append "event: NAME\ndata: TEXT\n\n" to b; b is unchanged on failure. */
+static int
+event_format(struct eos_buf *b, const char *name, const char *text)
+{
+	size_t len = b->len;
+
+	if (eos_buf_append_str(b, "event: ") < 0 || eos_buf_append_str(b, name) < 0 ||
+	    eos_buf_append_str(b, "\ndata: ") < 0 || eos_buf_append_str(b, text) < 0 ||
+	    eos_buf_append_str(b, "\n\n") < 0) {
+		eos_buf_truncate(b, len);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static bool
+event_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 0 && n <= EOSD_STREAM_EVENT_NAME_MAX &&
+	       strspn(name, "abcdefghijklmnopqrstuvwxyz_") == n;
+}
+
+int
+eosd_stream_send(struct eosd_stream *s, const char *name, json_t *data)
+{
+	EOS_CLEANUP(json_decrefp) json_t *d = data;
+	cleanup_free char *text = NULL;
+	struct eosd_gateway *gw;
+	int r = 0;
+
+	if (!s || !d)
+		return 0;
+	assert(event_name_valid(name));
+	text = json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (!text)
+		return -ENOMEM;
+	gw = s->job->gw;
+	pthread_mutex_lock(&gw->done_lock);
+	if (s->job->events.len > EOSD_STREAM_QUEUE_MAX)
+		r = -ENOBUFS;
+	else if ((r = event_format(&s->job->events, name, text)) == 0)
+		post_locked(s->job);
+	pthread_mutex_unlock(&gw->done_lock);
+	if (r == 0)
+		event_active(gw->done_ev, EV_READ, 1);
+	return r;
+}
+
+int
+eosd_stream_progress(struct eosd_stream *s, json_t *data, bool force)
+{
+	int64_t now;
+
+	if (!s) {
+		json_decref(data);
+		return 0;
+	}
+	now = eos_mono_ns();
+	if (!force && now < s->next_progress_ns) {
+		json_decref(data);
+		return 0;
+	}
+	s->next_progress_ns = now + (int64_t)EOSD_STREAM_PROGRESS_MS * 1000000;
+	return eosd_stream_send(s, "progress", data);
+}
+
+bool
+eosd_stream_wanted(const struct eosd_stream *s)
+{
+	return s != NULL;
+}
+
+/* --- on the loop: settling -------------------------------------------------------------------- */
+
+void
+eosd_gateway_settled(struct eosd_gateway *gw)
+{
+	gw->in_flight--;
+	if (gw->d->stopping && gw->in_flight == 0)
+		event_base_loopexit(gw->base, NULL);
+}
+
+/* The connection closed before the reply was written out (evhttp then completes nothing). */
+static void
+reply_lost_cb(struct evhttp_connection *c, void *arg)
+{
+	(void)c;
+	eosd_gateway_settled(arg);
+}
+
+/* The reply is written out: only then may a stopping eosd leave its loop. */
+static void
+reply_sent_cb(struct evhttp_request *req, void *arg)
+{
+	struct evhttp_connection *c = evhttp_request_get_connection(req);
+
+	if (c)
+		evhttp_connection_set_closecb(c, NULL, NULL);
+	eosd_gateway_settled(arg);
+}
+
+void
+eosd_gateway_track(struct eosd_gateway *gw, struct evhttp_request *req)
+{
+	evhttp_request_set_on_complete_cb(req, reply_sent_cb, gw);
+	gw->in_flight++;
+}
+
+/* --- on the loop: streams --------------------------------------------------------------------- */
+
+/* The handler started: answer 200 with the stream's headers (unless the client is gone). */
+static void
+stream_start(struct eosd_job *j)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(j->req);
+
+	if (!evhttp_request_get_connection(j->req))
+		return; /* the end frees the request with a plain reply */
+	evhttp_add_header(h, "Content-Type", "text/event-stream");
+	evhttp_add_header(h, "Cache-Control", "no-store");
+	evhttp_send_reply_start(j->req, 200, "OK");
+	j->started = true;
+}
+
+/*
+ * Write len bytes of events. A client that has more than EOSD_STREAM_BACKLOG_MAX bytes unread
+ * is cut off (its socket shut down: evhttp then fails the connection and detaches the request).
+ */
+static void
+stream_chunk(struct eosd_job *j, const void *p, size_t len)
+{
+	struct evhttp_connection *c = evhttp_request_get_connection(j->req);
+	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+	struct evbuffer *buf;
+	int fd;
+
+	if (!bev || len == 0)
+		return;
+	if (evbuffer_get_length(bufferevent_get_output(bev)) > EOSD_STREAM_BACKLOG_MAX) {
+		fd = (int)bufferevent_getfd(bev);
+		if (fd >= 0)
+			(void)shutdown(fd, SHUT_RDWR);
+		return;
+	}
+	buf = evbuffer_new();
+	if (!buf || evbuffer_add(buf, p, len) < 0) {
+		if (buf)
+			evbuffer_free(buf);
+		return; /* the events are lost; the end still comes */
+	}
+	evhttp_send_reply_chunk(j->req, buf);
+	evbuffer_free(buf);
+}
+
+/* The last chunk: the handler's reply as a "result" or "error" event. */
+static void
+stream_end(struct eosd_job *j)
+{
+	bool ok = j->reply && j->status == 200;
+	struct eos_buf b;
+
+	eos_buf_init(&b);
+	if (event_format(&b, ok ? "result" : "error", j->reply ? j->reply : oom_text) == 0)
+		stream_chunk(j, b.data, b.len);
+	eos_buf_release(&b);
+	evhttp_send_reply_end(j->req);
+}
+
+/* --- on the loop: delivering ------------------------------------------------------------------ */
+
+/* The handler returned: reply, and settle now when the client is already gone. */
+static void
+job_reply(struct eosd_gateway *gw, struct eosd_job *j)
+{
+	struct evhttp_connection *c = evhttp_request_get_connection(j->req);
+
+	if (c)
+		evhttp_connection_set_closecb(c, reply_lost_cb, gw);
+	if (j->started)
+		stream_end(j);
+	else
+		eosd_gateway_send_text(j->req, j->reply ? j->status : 503,
+				       j->reply ? j->reply : oom_text);
+	if (!c)
+		eosd_gateway_settled(gw); /* evhttp freed req */
+}
+
+/* Move what the workers handed back to loop-owned fields; the jobs taken, in a list. */
+static struct eosd_job *
+take_done(struct eosd_gateway *gw)
+{
+	struct eosd_job *list;
+
+	pthread_mutex_lock(&gw->done_lock);
+	list = gw->done;
+	gw->done = NULL;
+	for (struct eosd_job *j = list; j; j = j->next) {
+		j->taken_next = j->next; /* j->next changes if the worker posts j again */
+		j->queued = false;
+		j->saw_open = j->opened;
+		j->saw_finish = j->finished;
+		if (j->events.len > 0 && eos_buf_append(&j->out, j->events.data, j->events.len) < 0)
+			continue; /* kept for the next round */
+		eos_buf_truncate(&j->events, 0);
+	}
+	pthread_mutex_unlock(&gw->done_lock);
+	return list;
+}
+
+void
+eosd_gateway_flush_done(struct eosd_gateway *gw)
+{
+	struct eosd_job *next;
+
+	/* A job the worker hands back again meanwhile is on gw->done anew, for the next round;
+	 * one seen finished is the loop's alone (the worker posts nothing after that). */
+	for (struct eosd_job *j = take_done(gw); j; j = next) {
+		next = j->taken_next;
+		if (j->saw_open && !j->started)
+			stream_start(j);
+		if (j->started)
+			stream_chunk(j, j->out.data, j->out.len);
+		eos_buf_truncate(&j->out, 0);
+		if (!j->saw_finish)
+			continue;
+		job_reply(gw, j);
+		eosd_gateway_job_free(j);
+	}
+}
+
+void
+eosd_gateway_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what;
+	eosd_gateway_flush_done(arg);
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * supervisor/stream: events a handler sends to its client while it runs (server-sent events;
+ * doc/eosd.md, "Progress events").
+ *
+ * A client that sends "Accept: text/event-stream" with a long-running operation of the catalog
+ * gets, once the handler starts, "200 text/event-stream": the events the handler sends through
+ * call->stream, then exactly one "result" event (the payload of a plain reply) or "error" event
+ * (the error envelope) that the gateway makes of the handler's return. Refusals before the
+ * handler runs (auth, validation, a full queue) stay plain replies with their status. Without a
+ * stream call->stream is NULL, and every function here does nothing: handlers call them
+ * unconditionally.
+ *
+ * Threads: a handler calls these from its own worker thread. An event is queued under the
+ * gateway's lock and written out by the loop thread, in order; nothing here touches libevent
+ * or waits for the client. A client that is gone, or that reads too slowly (its unsent backlog
+ * above EOSD_STREAM_BACKLOG_MAX: eosd then cuts its connection), loses the events; the handler
+ * runs to completion all the same — an import is never cancelled by a disconnect.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+enum {
+	EOSD_STREAM_PROGRESS_MS = 100,	   /* eosd_stream_progress(): at most one per interval */
+	EOSD_STREAM_QUEUE_MAX = 1 << 20,   /* bytes of events the loop has not taken yet */
+	EOSD_STREAM_BACKLOG_MAX = 4 << 20, /* bytes written to a client and not yet sent */
+	EOSD_STREAM_EVENT_NAME_MAX = 32,   /* bytes of an event's name */
+};
+
+/* One request's event stream (supervisor/gateway-reply.c). */
+struct eosd_stream;
+
+/*
+ * Queue the event name ([a-z_], at most EOSD_STREAM_EVENT_NAME_MAX bytes; "result" and "error"
+ * are the gateway's) with data (a JSON value; the reference is stolen, NULL is ok and sends
+ * nothing). 0 when queued or when there is no stream; -ENOBUFS when the loop has more than
+ * EOSD_STREAM_QUEUE_MAX bytes of this stream waiting (the event is dropped); -ENOMEM.
+ */
+int eosd_stream_send(struct eosd_stream *s, const char *name, json_t *data);
+/*
+ * Queue a "progress" event with data (stolen), unless one was queued less than
+ * EOSD_STREAM_PROGRESS_MS ago and force is false (then data is dropped). Force the first
+ * event of each phase and the last one, so that the client sees every phase and the end.
+ */
+int eosd_stream_progress(struct eosd_stream *s, json_t *data, bool force);
+/* Whether a client asked for events: a handler may skip building them when none did. */
+bool eosd_stream_wanted(const struct eosd_stream *s);
