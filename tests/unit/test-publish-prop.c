@@ -973,6 +973,28 @@ check_parents(const struct actor *a, const struct tree *p)
 	return V_CLEAN;
 }
 
+/*
+ * A rename whose source existed at the base and is gone at the head (the head deleted it, or a
+ * directory above it, or renamed it away) is a conflict, unless the head changed the destination
+ * too (then the destination's own verdict decides).
+ */
+static enum verdict
+check_renames(const struct actor *a, uint64_t head)
+{
+	if (a->kind == A_BLIND)
+		return V_CLEAN;
+	for (int i = 0; i < NPATHS; i++) {
+		int o = a->origin[i];
+
+		if (!(a->staged & (1u << i)) || o < 0 || !(a->removed & (1u << o)))
+			continue;
+		if (R.trees[a->base].n[o].kind != EOS_KIND_NONE &&
+		    R.trees[head].n[o].kind == EOS_KIND_NONE && !touched_between(i, a->base, head))
+			return V_CONFLICT;
+	}
+	return V_CLEAN;
+}
+
 /* Predict the outcome of a against head: the verdict and (unless a conflict) the tree. */
 static enum verdict
 predict(const struct actor *a, uint64_t head, struct tree *p, uint32_t *touched)
@@ -991,6 +1013,7 @@ predict(const struct actor *a, uint64_t head, struct tree *p, uint32_t *touched)
 					memset(&p->n[j], 0, sizeof(p->n[j]));
 				}
 	v = worst(v, check_parents(a, p));
+	v = worst(v, check_renames(a, head));
 	*touched = 0;
 	for (int i = 0; i < NPATHS; i++)
 		if ((a->staged & (1u << i)) && !node_eq(&p->n[i], &R.trees[head].n[i]))
