@@ -11,6 +11,7 @@ import argparse
 import http.client
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -37,8 +38,11 @@ class Eosd:
         self.top = top
         self.state = os.path.join(top, "state")
         env = dict(os.environ, EOS_RUNTIME_DIR=os.path.join(top, "run"))
-        subprocess.run([os.path.join(build, "supervisor", "eosd"), "--state-dir", self.state],
-                       env=env, check=True)
+        with socket.socket() as s:  # a free loopback port for clients that speak TCP only
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        subprocess.run([os.path.join(build, "supervisor", "eosd"), "--state-dir", self.state,
+                        "--listen", "tcp:127.0.0.1:%d" % self.port], env=env, check=True)
         info = json.load(open(os.path.join(self.state, "eosd.json")))
         self.pid, self.sock = info["pid"], info["socket"]
         self.tokens = {s: open(os.path.join(self.state, "tokens", s)).read().strip()
@@ -200,6 +204,25 @@ def bench_throughput(d, clients, seconds):
     return sum(counts) / seconds
 
 
+def bench_wrk(d, connections, seconds):
+    """wrk (Debian's package, a C client) with connections keep-alive connections over TCP for
+    seconds: requests/s, or None when wrk is not installed."""
+    if not shutil.which("wrk"):
+        return None
+    script = os.path.join(d.top, "ping.lua")
+    with open(script, "w") as f:
+        f.write('wrk.method = "POST"\nwrk.body = "{}"\n'
+                'wrk.headers["Content-Type"] = "application/json"\n'
+                'wrk.headers["Authorization"] = "Bearer %s"\n' % d.tokens["observability"])
+    out = subprocess.run(["wrk", "-t2", "-c%d" % connections, "-d%ds" % seconds, "-s", script,
+                          "http://127.0.0.1:%d/v1/observability/ping" % d.port],
+                         capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        if line.startswith("Requests/sec:"):
+            return float(line.split()[1])
+    raise RuntimeError("wrk printed no rate: %s" % out)
+
+
 def bench_idle(d, sb, counts):
     rows, made = [], []
     for n in counts:
@@ -261,6 +284,9 @@ def main():
             report("gateway.list_sandboxes.median", med, "ms")
             report("gateway.list_sandboxes.p95", p95, "ms")
             report("gateway.ping_per_s(64 clients, python)", bench_throughput(d, 64, 5), "req/s")
+            rate = bench_wrk(d, 64, 5)
+            if rate is not None:
+                report("gateway.ping_per_s(64 connections, wrk)", rate, "req/s")
             make_big_tree(os.path.join(top, "src-big"), o.import_mib)
             med, p99, n, secs = bench_list_during_import(d, os.path.join(top, "src-big"))
             report("import_%dMiB.seconds" % o.import_mib, secs, "s")
