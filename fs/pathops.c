@@ -5,6 +5,7 @@
  * view's own operations, whole-file writes as a new node renamed over the old one, so no thread
  * of the host ever waits in a syscall on a mount of the view.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -16,6 +17,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/log.h"
 #include "common/path.h"
 
 #include "fs/view-internal.h"
@@ -502,7 +504,10 @@ fill_node(struct eos_view *v, struct eos_node *n, const void *data, size_t len, 
 	return r;
 }
 
-/* A name for the new node, unique in the view's life (a crash may leave it: doc/fs.md). */
+static const char TEMP_PREFIX[] = ".eos-write.";
+
+/* A name for the new node, unique in the view's life. A crash may leave it; the next open of the
+ * view removes it (eos_view_path_discard_temps). */
 static void
 temp_name(char out[static EOS_NAME_MAX + 1])
 {
@@ -510,8 +515,97 @@ temp_name(char out[static EOS_NAME_MAX + 1])
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(out, EOS_NAME_MAX + 1, ".eos-write.%d.%llx.%llx", (int)getpid(),
+	snprintf(out, EOS_NAME_MAX + 1, "%s%d.%llx.%llx", TEMP_PREFIX, (int)getpid(),
 		 (unsigned long long)ts.tv_sec, (unsigned long long)atomic_fetch_add(&seq, 1));
+}
+
+/* name is one temp_name() makes: the prefix, then three dot-separated hexadecimal fields. */
+static bool
+is_temp_name(const char *name, size_t len)
+{
+	size_t fields = 1, digits = 0;
+
+	if (len <= sizeof(TEMP_PREFIX) - 1 || memcmp(name, TEMP_PREFIX, sizeof(TEMP_PREFIX) - 1))
+		return false;
+	for (size_t i = sizeof(TEMP_PREFIX) - 1; i < len; i++) {
+		if (name[i] == '.' && digits > 0) {
+			fields++;
+			digits = 0;
+		} else if (isxdigit((unsigned char)name[i])) {
+			digits++;
+		} else {
+			return false;
+		}
+	}
+	return fields == 3 && digits > 0;
+}
+
+/* The temporaries of directory d (an upper node, locked): their names into *ret. */
+static int
+temps_of(struct eos_node *d, char ***ret, size_t *ret_n, size_t *cap)
+{
+	struct eos_hashmap_iter it = { 0 };
+
+	while (eos_hashmap_next(&d->dirents, &it)) {
+		char *name;
+
+		if (it.value->u64 == EOS_DIRENT_ABSENT || it.value->u64 == EOS_DIRENT_WHITEOUT ||
+		    !is_temp_name(it.key, it.klen))
+			continue;
+		if (eos_buf_array_reserve(ret, cap, *ret_n, sizeof(**ret), 4) < 0 ||
+		    !(name = strndup(it.key, it.klen)))
+			return -ENOMEM;
+		(*ret)[(*ret_n)++] = name;
+	}
+	return 0;
+}
+
+/* Remove the temporaries of directory ino (a node of the table). */
+static void
+discard_temps_in(struct eos_view *v, uint64_t ino)
+{
+	struct eos_node *d = eos_node_get_ref(v, ino);
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	if (eos_node_is_dir(d) && d->flags & EOS_NODE_UPPER && temps_of(d, &names, &n, &cap) < 0)
+		eos_log_warn("session '%s': no memory to look for write temporaries, ignoring",
+			     v->session);
+	pthread_mutex_unlock(&d->lock);
+	for (size_t i = 0; i < n; i++) {
+		if (eos_fs_unlink(v, d, names[i], false) < 0)
+			eos_log_warn("session '%s': cannot remove the temporary '%s', ignoring",
+				     v->session, names[i]);
+		free(names[i]);
+	}
+	free(names);
+	eos_node_forget(v, ino, 1);
+}
+
+void
+eos_view_path_discard_temps(struct eos_view *v)
+{
+	cleanup_free uint64_t *inos = NULL;
+	size_t n = 0, cap = 0;
+
+	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
+		struct eos_hashmap_iter it = { 0 };
+
+		pthread_mutex_lock(&v->shards[i].lock);
+		while (eos_hashmap_next(&v->shards[i].nodes, &it)) {
+			struct eos_node *node = it.value->ptr;
+
+			if (node && S_ISDIR(node->mode) && node->flags & EOS_NODE_UPPER &&
+			    eos_buf_array_reserve(&inos, &cap, n, sizeof(*inos), 16) == 0)
+				inos[n++] = node->ino;
+		}
+		pthread_mutex_unlock(&v->shards[i].lock);
+	}
+	for (size_t i = 0; i < n; i++) /* not while iterating: unlinking may change the table */
+		discard_temps_in(v, inos[i]);
 }
 
 struct replace {
@@ -542,6 +636,35 @@ replace_mode(struct replace *rp)
 	return mode;
 }
 
+/* Give n every extended attribute of old (a file_write keeps what it does not rewrite). */
+static int
+copy_xattrs(struct eos_view *v, struct eos_node *old, struct eos_node *n)
+{
+	cleanup_free char *names = NULL;
+	ssize_t size = eos_xattr_list(v, old, NULL, 0);
+
+	if (size <= 0)
+		return (int)size;
+	names = malloc((size_t)size);
+	if (!names)
+		return -ENOMEM;
+	size = eos_xattr_list(v, old, names, (size_t)size);
+	for (char *name = names; size > 0 && name < names + size; name += strlen(name) + 1) {
+		cleanup_free void *value = NULL;
+		ssize_t len = eos_xattr_get(v, old, name, NULL, 0);
+		int r = 0;
+
+		if (len >= 0 && !(value = malloc(len ? (size_t)len : 1)))
+			return -ENOMEM;
+		len = len >= 0 ? eos_xattr_get(v, old, name, value, (size_t)len) : len;
+		if (len >= 0)
+			r = eos_xattr_set(v, n, name, value, (size_t)len, 0);
+		if (r < 0 || (len < 0 && len != -ENODATA))
+			return r < 0 ? r : (int)len;
+	}
+	return size < 0 ? (int)size : 0;
+}
+
 /* Write a new node beside name, then rename it over name: a failure leaves the old content. */
 static int
 replace_file(struct replace *rp)
@@ -556,6 +679,7 @@ replace_file(struct replace *rp)
 	if (r < 0)
 		return r;
 	r = fill_node(rp->v, n, rp->data, rp->len, rp->op);
+	r = r ?: (rp->old ? copy_xattrs(rp->v, rp->old, n) : 0);
 	r = r ?: eos_fs_rename(rp->v, rp->p, tmp, rp->p, rp->name, 0);
 	if (r < 0)
 		eos_fs_unlink(rp->v, rp->p, tmp, false);

@@ -450,6 +450,9 @@ void eos_partial_truncate(struct eos_node *n, uint64_t size);
 /* Copy every missing lower byte into the data file; the node is an ordinary copy after. */
 int eos_partial_flatten(struct eos_view *v, struct eos_node *n);
 
+/* pathops.c: remove the temporaries a file write killed half-way left (at open, no mount). */
+void eos_view_path_discard_temps(struct eos_view *v);
+
 /* xattr.c (these lock n) */
 enum {
 	XATTR_CREATE_FLAG = 1,

@@ -214,6 +214,7 @@ view_load(struct eos_view *v, const struct eos_view_options *o, struct eos_error
 	if (r < 0)
 		return eos_error_set(err, r, "session '%s': out of memory", v->session);
 	discard_stray_data(v);
+	eos_view_path_discard_temps(v);
 	if (!eos_node_get(v, EOS_ROOT_INO)) {
 		r = root_from_lower(v, err);
 		r = r ?: eos_view_root_upper(v);

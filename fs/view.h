@@ -327,10 +327,11 @@ enum eos_view_write_flags {
  * The bytes are written into a new node beside it, which is then renamed over path (each step
  * recorded as a FUSE request's are): a failure leaves the old content, and once this returns
  * the write survives a SIGKILL of the process (the next open replays it). The new file keeps the
- * old one's permission bits (set-ID cleared) and owners; new files and directories get the
- * owners of the view's root. As with any rename over a file, processes holding the old file open
- * keep reading the old bytes, and other hard links of it keep them. A crash between the two
- * steps leaves the new node as ".eos-write.<pid>.<time>.<n>" in path's directory.
+ * old one's permission bits (set-ID cleared), owners and extended attributes; new files and
+ * directories get the owners of the view's root. As with any rename over a file, processes
+ * holding the old file open keep reading the old bytes, and other hard links of it keep them. A
+ * crash between the two steps leaves the new node as ".eos-write.<pid>.<hex>.<hex>" in path's
+ * directory, which the next eos_view_open() removes (only names of exactly that form).
  * Every written byte is attributed to owner ("operation:req-9", "workspace_session:ws-1"; NULL:
  * the session's own) in the write log, exactly as a FUSE write whose process resolved to owner.
  * flags: enum eos_view_write_flags. -EROFS on a read-only view.

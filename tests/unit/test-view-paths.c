@@ -119,6 +119,42 @@ START_TEST(test_read_write_list_stat)
 }
 END_TEST
 
+/* A replaced file keeps its extended attributes; a temporary a killed write left behind goes at
+ * the next open, and only such a name. */
+START_TEST(test_write_keeps_xattrs_drops_temps)
+{
+	struct eos_view *v = lv_view_open("s1", false);
+	struct eos_view_path_list l = { 0 };
+	struct eos_error err = { 0 };
+	struct eos_node *n = tv_lookup(v, "a.txt");
+	char buf[64];
+
+	ck_assert_int_eq(eos_xattr_set(v, n, "user.tag", "kept", 4, 0), 0);
+	eos_node_forget(v, n->ino, 1);
+	pv_write(v, "a.txt", "new\n", NULL);
+	n = tv_lookup(v, "a.txt");
+	ck_assert_int_eq(eos_xattr_get(v, n, "user.tag", buf, sizeof(buf)), 4);
+	ck_assert(!memcmp(buf, "kept", 4));
+	eos_node_forget(v, n->ino, 1);
+	/* what a write killed between its two steps leaves, and names that only look alike */
+	pv_write(v, "dir/.eos-write.1f2e.692e0b3c.7", "half\n", NULL);
+	pv_write(v, "dir/.eos-write.notes", "mine\n", NULL);
+	pv_write(v, "dir/x.eos-write.1.2.3", "mine\n", NULL);
+	eos_view_close(v);
+	v = lv_view_open("s1", false);
+	ck_ok(eos_view_path_list(v, "dir", &l, &err), err);
+	ck_assert_uint_eq(l.n, 3);
+	ck_assert_str_eq(l.v[0].name, ".eos-write.notes");
+	ck_assert_str_eq(l.v[1].name, "b.txt");
+	ck_assert_str_eq(l.v[2].name, "x.eos-write.1.2.3");
+	eos_view_path_list_release(&l);
+	n = tv_lookup(v, "a.txt");
+	ck_assert_int_eq(eos_xattr_get(v, n, "user.tag", buf, sizeof(buf)), 4);
+	eos_node_forget(v, n->ino, 1);
+	eos_view_close(v);
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
 	struct eos_view *v = lv_view_open("s1", false);
@@ -314,6 +350,7 @@ suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_read_write_list_stat);
 	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_write_keeps_xattrs_drops_temps);
 	tcase_add_test(tc, test_blame_after_publish);
 	tcase_add_test(tc, test_mount_sees_writes);
 	tcase_add_test(tc, test_write_through_live_publish);
