@@ -193,10 +193,6 @@ eos_import_commit(struct eos_changeset *cs, struct eos_import_result *ret, struc
 	r = eos_changeset_commit(cs, 0, &cr, err);
 	if (r < 0)
 		return r;
-	/* the import's batch sits in the memtables and the WAL: write it out now, in the
-	 * background, so that an owner killed later does not replay it at its next open */
-	for (unsigned i = 0; i < EOS_CF_COUNT; i++)
-		eos_kv_flush_async(cs->st->kv, (enum eos_cf)i);
 	snprintf(ret->sandbox, sizeof(ret->sandbox), "%s", eos_changeset_sandbox(cs));
 	ret->version = cr.version;
 	return 0;

@@ -1122,22 +1122,6 @@ eos_kv_flush(struct eos_kv *kv, struct eos_error *err)
 	return 0;
 }
 
-uint64_t
-eos_kv_memtable_bytes(struct eos_kv *kv)
-{
-	uint64_t total = 0;
-
-	for (unsigned i = 0; i < EOS_CF_COUNT; i++) {
-		char *v = rocksdb_property_value_cf(kv->db, kv->cf[i],
-						    "rocksdb.cur-size-all-mem-tables");
-
-		if (v)
-			total += strtoull(v, NULL, 10);
-		rocksdb_free(v);
-	}
-	return total;
-}
-
 void
 eos_kv_flush_async(struct eos_kv *kv, enum eos_cf cf)
 {

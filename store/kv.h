@@ -228,9 +228,7 @@ int eos_kv_wal_drop(const char *path, const struct eos_kv_wal_damage *d, const c
 int eos_kv_flush(struct eos_kv *kv, struct eos_error *err);
 /* Start flushing cf's memtable in the background (returns at once; errors show on later writes). */
 void eos_kv_flush_async(struct eos_kv *kv, enum eos_cf cf);
-/* The bytes in the memtables of every column family (what the next open replays from the WAL
- * when the process ends without a flush). */
-uint64_t eos_kv_memtable_bytes(struct eos_kv *kv);
+
 /* The memtable size of cf. */
 size_t eos_kv_write_buffer(const struct eos_kv *kv, enum eos_cf cf);
 /* Compact one column family fully (reclaims deleted and overwritten data). */

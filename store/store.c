@@ -3,6 +3,7 @@
  * Store lifecycle: the owner lock, the RocksDB database, the format check, the chunk cache, and
  * the pin/exclusive protocol that keeps chunk deletion away from content staging.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -360,11 +361,33 @@ eos_store_recover(const char *dir, struct eos_store_recovery *ret, struct eos_er
 	return r < 0 ? eos_error_prefix(err, r, "recover store '%s'", dir) : 0;
 }
 
+/* The bytes of the store's write-ahead logs: what the next open replays. */
+static uint64_t
+wal_bytes(const struct eos_store *st)
+{
+	cleanup_free char *db = NULL;
+	cleanup_closedir DIR *d = NULL;
+	uint64_t total = 0;
+	struct dirent *e;
+
+	if (asprintf(&db, "%s/db", st->dir) < 0 || !(d = opendir(db)))
+		return 0;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		struct stat sb;
+
+		if (len > 4 && !strcmp(e->d_name + len - 4, ".log") &&
+		    fstatat(dirfd(d), e->d_name, &sb, 0) == 0)
+			total += (uint64_t)sb.st_size;
+	}
+	return total;
+}
+
 /*
  * RocksDB does not write its memtables at close: the next open replays them from the WAL, which
  * after an import means tens of megabytes and a second before the store is usable. Writing them
- * now moves that cost to the close, where nobody waits for it. Small memtables are left to the
- * WAL, so that a short-lived opener does not leave a small table file behind at every close.
+ * now moves that cost to the close, where nobody waits for it. A short WAL is left as it is, so
+ * that a short-lived opener does not leave a small table file behind at every close.
  */
 static void
 flush_if_large(struct eos_store *st)
@@ -374,7 +397,7 @@ flush_if_large(struct eos_store *st)
 	};
 	struct eos_error err = { 0 };
 
-	if (eos_kv_memtable_bytes(st->kv) >= FLUSH_AT_CLOSE && eos_kv_flush(st->kv, &err) < 0)
+	if (wal_bytes(st) >= FLUSH_AT_CLOSE && eos_kv_flush(st->kv, &err) < 0)
 		eos_log_debug("store '%s': flush at close: %s", st->dir, err.msg);
 }
 
