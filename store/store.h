@@ -766,6 +766,23 @@ struct eos_conflict {
 	char *message; /* one line naming the path and what happened on each side */
 };
 
+/*
+ * When each phase of a publish began and ended, on CLOCK_MONOTONIC (ns; 0: the phase did not
+ * run), so that a caller can trace a publish without the store knowing of tracing.
+ */
+struct eos_publish_phases {
+	/* the session's delta staged into the publish (eos_view_publish*() in fs/ fills these) */
+	int64_t capture_start, capture_end;
+	int64_t prepare_start, prepare_end; /* content written, line owners computed: no lock */
+	int64_t lock_wait_start;	    /* commit: waiting for the writer lock from here */
+	int64_t lock_acquired;
+	int64_t check_end;     /* every path decided against the head, text merges included */
+	int64_t merge_end;     /* line owners of what merges changed recomputed (0: rejected) */
+	int64_t commit_end;    /* the batch written (0: rejected, nothing to write) */
+	int64_t lock_released; /* the end of the commit */
+	int64_t merge_ns;      /* of the check's time, what the three-way text merges took */
+};
+
 struct eos_publish_result {
 	enum eos_publish_status status;
 	uint64_t base;	  /* the version the changes were made against */
@@ -776,7 +793,8 @@ struct eos_publish_result {
 	uint64_t merged;			    /* paths three-way merged with the head */
 	uint64_t staged;			    /* paths staged */
 	int64_t prepare_ns, lock_ns, total_ns;	    /* lock_ns: time under the writer lock */
-	struct eos_conflict *conflicts;		    /* REJECTED: every conflict, by path */
+	struct eos_publish_phases phases;
+	struct eos_conflict *conflicts; /* REJECTED: every conflict, by path */
 	size_t nconflicts;
 	/*
 	 * Paths of the session left out of the publish (sockets: runtime objects the store does
@@ -879,6 +897,12 @@ struct eos_squash_result {
 	uint64_t entries_removed;
 	uint64_t chunks_freed;
 	uint64_t bytes_freed; /* stored (compressed) bytes of freed chunks */
+	/*
+	 * When the last plan was made and its batch written, on CLOCK_MONOTONIC (ns): the write
+	 * from waiting for the writer lock to releasing it (0 when there was nothing to write).
+	 */
+	int64_t plan_start, plan_end, write_start, write_end;
+	unsigned attempts; /* plans made (more than 1 when leases moved under one) */
 };
 
 /*
