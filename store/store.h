@@ -289,6 +289,30 @@ int eos_store_layer_get(struct eos_store *st, const char *sandbox, uint64_t v,
 int eos_store_layer_list(struct eos_store *st, const char *sandbox, struct eos_layer_info **ret,
 			 size_t *ret_n, struct eos_error *err);
 
+/* What a retained layer holds in the store (eos_store_layer_usage). */
+struct eos_layer_usage {
+	uint64_t version;
+	uint64_t files;		/* file records it wrote (content changed or new) */
+	uint64_t logical_bytes; /* their content bytes */
+	/*
+	 * Bytes it added to the store, as stored (chunks compressed): inline content, and the
+	 * chunks and manifests no older retained layer of the sandbox references. Chunks shared
+	 * with other sandboxes count in each sandbox's layer that first uses them.
+	 */
+	uint64_t stored_bytes;
+	uint64_t
+		shared_bytes; /* stored bytes of chunks it references that an older layer brought */
+	bool stored_known;    /* false: the read budget ran out before this layer */
+};
+
+/*
+ * Per retained layer of sandbox (oldest first, one entry per eos_store_layer_list() layer), from
+ * one scan of the sandbox's entries and a read of the chunks and manifests they name, at most
+ * max_read bytes of them (0: 256 MiB); past that, stored_known is false. Caller owns *ret.
+ */
+int eos_store_layer_usage(struct eos_store *st, const char *sandbox, uint64_t max_read,
+			  struct eos_layer_usage **ret, size_t *ret_n, struct eos_error *err);
+
 /* --- leases ----------------------------------------------------------------------------------- */
 
 struct eos_lease_info {
