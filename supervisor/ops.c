@@ -87,6 +87,11 @@ static const struct {
 	{ "file_blame", eosd_op_file_blame },
 	{ "ping", op_ping },
 	{ "version", op_version },
+	{ "snapshot", eosd_op_snapshot },
+	{ "trace", eosd_op_trace },
+	{ "events", eosd_op_events },
+	{ "cgroup", eosd_op_cgroup },
+	{ "layerstack", eosd_op_layerstack },
 };
 
 eosd_handler_fn

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/path.h"
 
+#include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
 
 int

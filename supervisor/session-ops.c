@@ -198,6 +198,103 @@ eosd_op_inspect_workspace_session(struct eosd *d, struct eosd_call *c, json_t **
 	return r;
 }
 
+static int
+collect_change(void *ctx, const struct eos_delta_entry *e)
+{
+	struct eosd_session_delta *dl = ctx;
+	char **v;
+
+	if (e->change == EOS_DELTA_DIR)
+		return 0;
+	if (e->change == EOS_DELTA_PUT && S_ISREG(e->mode) && e->data_path)
+		dl->bytes += e->size;
+	v = reallocarray(dl->paths, dl->n + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	dl->paths = v;
+	if (!(v[dl->n] = strdup(e->path)))
+		return -ENOMEM;
+	dl->n++;
+	return 0;
+}
+
+void
+eosd_session_delta_release(struct eosd_session_delta *dl)
+{
+	for (size_t i = 0; i < dl->n; i++)
+		free(dl->paths[i]);
+	free(dl->paths);
+	*dl = (struct eosd_session_delta){ 0 };
+}
+
+int
+eosd_session_delta(struct eosd *d, const char *sandbox, const char *name,
+		   struct eosd_session_delta *ret, struct eos_error *err)
+{
+	struct eosd_session *s = NULL;
+	int r = eosd_session_get(d, sandbox, name, &s, err);
+
+	*ret = (struct eosd_session_delta){ 0 };
+	if (r == 0 && !s->view)
+		r = eos_error_set(err, -EIO, "session '%s' is not served: %s", s->name,
+				  s->error ? s->error : "no view");
+	if (r == 0) {
+		ret->base = eos_view_version(s->view);
+		r = eos_view_delta(s->view, collect_change, ret, err);
+	}
+	eosd_session_put(d, s);
+	if (r < 0)
+		eosd_session_delta_release(ret);
+	return r == -ENOMEM ? eos_error_set(err, r, "out of memory") : r;
+}
+
+/* One session as snapshot shows it: its row, its delta, or why not. */
+static json_t *
+describe(struct eosd *d, struct eosd_session *s)
+{
+	struct delta_count n = { 0 };
+	struct eos_error err = { 0 };
+	json_t *row = row_of(d, s);
+	int r = s->view ? eos_view_delta(s->view, count_change, &n, &err) : 0;
+
+	if (!row)
+		return NULL;
+	eos_json_set(row, "status",
+		     json_string(s->error || !s->view ? "unavailable"
+				 : r < 0	      ? "partial"
+						      : "ok"));
+	if (r < 0)
+		eos_json_set(row, "delta_error", json_string(err.msg));
+	else if (s->view)
+		eos_json_set(row, "delta",
+			     json_pack("{s:o,s:o}", "paths", eos_json_u64(n.paths), "bytes",
+				       eos_json_u64(n.bytes)));
+	return row;
+}
+
+int
+eosd_sessions_describe(struct eosd *d, const char *sandbox, json_t **ret, struct eos_error *err)
+{
+	cleanup_free struct eos_session_info *v = NULL;
+	EOS_CLEANUP(json_decrefp) json_t *rows = json_array();
+	size_t n = 0;
+	int r = rows ? eos_store_session_list(d->store, sandbox, &v, &n, err) : -ENOMEM;
+
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct eosd_session *s;
+
+		if (eosd_session_get(d, sandbox, v[i].name, &s, NULL) < 0)
+			continue; /* destroyed meanwhile, or never served */
+		r = eos_json_push(rows, describe(d, s));
+		eosd_session_put(d, s);
+	}
+	if (r == -ENOMEM)
+		return eos_error_set(err, r, "out of memory");
+	if (r == 0)
+		*ret = TAKE_PTR(rows);
+	return r;
+}
+
 /* --- destroy, mount, unmount -------------------------------------------------------------------
  */
 
