@@ -13,6 +13,7 @@
 #include "common/errkind.h"
 #include "common/json.h"
 
+#include "supervisor/obs.h"
 #include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
 
@@ -67,7 +68,28 @@ new_id(const struct eosd_call *c, const char *arg, char *out, size_t size, struc
 	return eos_session_name_check(id, err);
 }
 
-/* Serve the session just created in the store; on failure remove it again. */
+/* The new session's events: its lease, and itself (forked_from: the source of a fork). */
+static void
+created_events(struct eosd *d, const json_t *doc, const char *forked_from)
+{
+	const char *sb = json_string_value(json_object_get(doc, "sandbox_id"));
+	const char *ws = json_string_value(json_object_get(doc, "workspace_session_id"));
+	json_t *base = json_object_get(doc, "base_version");
+	char lease[EOS_LEASE_NAME_MAX + 1];
+
+	snprintf(lease, sizeof(lease), "session:%s", ws ? ws : "");
+	eosd_obs_event(d->obs, "lease.acquired", sb, ws,
+		       json_pack("{s:s, s:O}", "lease", lease, "version", base));
+	eosd_obs_event(d->obs, "workspace_session.created", sb, ws,
+		       json_pack("{s:O, s:O, s:s?}", "base_version", base, "mount_path",
+				 json_object_get(doc, "mount_path"), "forked_from", forked_from));
+}
+
+/*
+ * Serve the session just created in the store; on failure remove it again. This is where a
+ * session's holder will be spawned (traced as namespace.launch, under workspace_session.create,
+ * beside view.mount) once eosd runs commands.
+ */
 static int
 serve_new(struct eosd *d, const char *sandbox, const char *name, json_t **out,
 	  struct eos_error *err)
@@ -86,19 +108,31 @@ serve_new(struct eosd *d, const char *sandbox, const char *name, json_t **out,
 	return r;
 }
 
+/* Traced as workspace_session.create (→ view.mount). */
 int
 eosd_op_create_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
 				 struct eos_error *err)
 {
-	char name[EOS_SESSION_NAME_MAX + 1];
+	char name[EOS_SESSION_NAME_MAX + 1] = "";
 	struct eos_sandbox_info sb;
+	struct eosd_span sp;
 	uint64_t v;
-	int r = parse_version(c, &v, err);
+	int r;
 
+	eosd_span_begin(d->obs, &sp, "workspace_session.create", c->sandbox_id);
+	r = parse_version(c, &v, err);
 	r = r ?: new_id(c, "workspace_session_id", name, sizeof(name), err);
+	eosd_span_set_session(&sp, name);
 	r = r ?: eos_store_sandbox_get(d->store, c->sandbox_id, &sb, err);
 	r = r ?: eos_store_session_create(d->store, c->sandbox_id, name, v, NULL, err);
-	return r ?: serve_new(d, c->sandbox_id, name, out, err);
+	r = r ?: serve_new(d, c->sandbox_id, name, out, err);
+	if (r == 0) {
+		eosd_span_attr(&sp, "base_version",
+			       json_incref(json_object_get(*out, "base_version")));
+		created_events(d, *out, NULL);
+	}
+	eosd_span_end(&sp, r, err);
+	return r;
 }
 
 /* --- list and inspect --------------------------------------------------------------------------
@@ -428,7 +462,9 @@ eosd_op_fork_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out
 	r = r ?: eos_view_fork(s->view, name, err);
 	eosd_session_put(d, s);
 	r = r ?: serve_new(d, c->sandbox_id, name, out, err);
-	if (r == 0)
+	if (r == 0) {
 		eos_json_set(*out, "forked_from", json_string(arg_str(c, "workspace_session_id")));
+		created_events(d, *out, arg_str(c, "workspace_session_id"));
+	}
 	return r;
 }
