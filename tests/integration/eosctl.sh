@@ -132,6 +132,7 @@ test_text_output() {
 	check "on a terminal with --json: the JSON document" grep -q '^{"sandboxes":\[' <<<"$out"
 	run eosctl --text sandbox inspect sb1
 	expect_rc_match 0 out "head:" "--text: inspect is key: value lines"
+	check "... without the reply's trace_id (JSON keeps it)" not grep -q trace_id <<<"$out"
 	run eosctl --output json sandbox inspect sb1
 	check "--output json: one JSON document" json_valid <<<"$out"
 }
