@@ -284,6 +284,7 @@ eosd_cgroups_new(const char *key, struct eosd_obs *obs, struct eosd_cgroups **re
 		return eos_error_set(err, -ENOMEM, "out of memory");
 	snprintf(cg->key, sizeof(cg->key), "%s", key && *key ? key : "eosd");
 	cg->obs = obs;
+	atomic_flag_clear(&cg->round);
 	pthread_mutex_init(&cg->lock, NULL);
 	if (eosd_cgroups_detect(cg) < 0) {
 		eosd_cgroups_free(cg);

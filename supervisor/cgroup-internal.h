@@ -8,6 +8,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -52,7 +53,8 @@ struct eosd_cgroups {
 	struct eosd_obs *obs;
 	pthread_mutex_t lock;
 	struct eosd_cgroup *list;
-	size_t sampling; /* cgroups with running > 0 */
+	size_t sampling;   /* cgroups with running > 0 */
+	atomic_flag round; /* a sampling round runs (eosd_cgroups_sample) */
 	void (*arm)(void *ctx, unsigned interval_ms);
 	void *arm_ctx;
 };

@@ -432,13 +432,14 @@ sample_one(struct eosd_cgroups *cg, struct eosd_cgroup *g)
 void
 eosd_cgroups_sample(struct eosd_cgroups *cg)
 {
-	if (!cg)
-		return;
+	if (!cg || atomic_flag_test_and_set(&cg->round))
+		return; /* a round queued behind a slow one: skipped, not stacked */
 	pthread_mutex_lock(&cg->lock);
 	for (struct eosd_cgroup *g = cg->list; g; g = g->next)
 		if (g->running > 0)
 			sample_one(cg, g);
 	pthread_mutex_unlock(&cg->lock);
+	atomic_flag_clear(&cg->round);
 }
 
 /* Add b's counters into a (a sandbox's sum); unknown stays unknown only when all are. */

@@ -422,6 +422,8 @@ eosd_span_begin_root(struct eosd_obs *obs, struct eosd_span *sp, const char *nam
 		     int64_t mono)
 {
 	span_init(obs, sp, name, NULL, wall, mono);
+	/* a root starts the thread afresh: a span some earlier work failed to end is forgotten */
+	current = NULL;
 	make_current(sp);
 }
 
