@@ -34,15 +34,16 @@ class UnixHTTP(http.client.HTTPConnection):
 class Eosd:
     """An eosd of the build tree on its own state and runtime directories."""
 
-    def __init__(self, build, top):
+    def __init__(self, build, top, state="state", args=()):
         self.top = top
-        self.state = os.path.join(top, "state")
+        self.state = os.path.join(top, state)
         env = dict(os.environ, EOS_RUNTIME_DIR=os.path.join(top, "run"))
         with socket.socket() as s:  # a free loopback port for clients that speak TCP only
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         subprocess.run([os.path.join(build, "supervisor", "eosd"), "--state-dir", self.state,
-                        "--listen", "tcp:127.0.0.1:%d" % self.port], env=env, check=True)
+                        "--listen", "tcp:127.0.0.1:%d" % self.port] + list(args),
+                       env=env, check=True)
         info = json.load(open(os.path.join(self.state, "eosd.json")))
         self.pid, self.sock = info["pid"], info["socket"]
         self.tokens = {s: open(os.path.join(self.state, "tokens", s)).read().strip()
@@ -74,6 +75,11 @@ class Eosd:
             if line.startswith(field + ":"):
                 return int(line.split()[1])
         return -1
+
+    def cpu_seconds(self):
+        """eosd's user and system CPU time so far (/proc/PID/stat, in clock ticks)."""
+        fields = open("/proc/%d/stat" % self.pid).read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self):
         os.kill(self.pid, 15)
@@ -235,6 +241,70 @@ def bench_idle(d, sb, counts):
     return rows
 
 
+def telemetry_stored(d):
+    """The bytes of telemetry the store keeps (events syncs what is queued first)."""
+    d.call("observability", "events", last_n=1)
+    return d.call("observability", "snapshot")["daemon"]["telemetry"]["stored_bytes"]
+
+
+def bench_telemetry(o, report):
+    """A 10-file live publish with telemetry on and off (two eosd, rounds interleaved so that
+    the machine's load moves both alike), and the telemetry bytes kept per 1 000 operations."""
+    with tempfile.TemporaryDirectory(prefix="eos-bench-telemetry.") as top:
+        make_tree(os.path.join(top, "src"), o.small)
+        on = Eosd(o.build, top, "state-on")
+        off = Eosd(o.build, top, "state-off", ["--no-obs"])
+        try:
+            sess = {}
+            for d in (on, off):
+                d.call("management", "create_sandbox", source=os.path.join(top, "src"), id="sb")
+                doc = d.call("runtime", "create_workspace_session", "sb")
+                sess[d] = (doc["workspace_session_id"], doc["mount_path"])
+            times = {on: [], off: []}
+            before = telemetry_stored(on)
+            cpu0 = {d: d.cpu_seconds() for d in (on, off)}
+            for r in range(o.rounds):
+                for d in ((on, off) if r % 2 == 0 else (off, on)):
+                    s, mount = sess[d]
+                    change_files(mount, 10, "round%d" % r, o.small)
+                    t, res = d.timed("runtime", "publish_workspace_session", "sb",
+                                     workspace_session_id=s)
+                    if res.get("status") != "published":
+                        raise RuntimeError("publish: %s" % res)
+                    times[d].append(t)
+            cpu = {d: d.cpu_seconds() - cpu0[d] for d in (on, off)}
+            publish_bytes = telemetry_stored(on) - before
+            ratios = sorted(a / b for a, b in zip(times[on], times[off]))
+            med_on, p95_on = ms(times[on])
+            med_off, p95_off = ms(times[off])
+            report("telemetry.publish_10_files.on.median", med_on, "ms")
+            report("telemetry.publish_10_files.off.median", med_off, "ms")
+            report("telemetry.publish_10_files.on.p95", p95_on, "ms")
+            report("telemetry.publish_10_files.off.p95", p95_off, "ms")
+            report("telemetry.publish_10_files.on_over_off(median)", med_on / med_off, "x")
+            report("telemetry.publish_10_files.on_over_off(median of paired rounds)",
+                   ratios[len(ratios) // 2], "x")
+            report("telemetry.eosd_cpu_per_publish.on", cpu[on] * 1e3 / o.rounds, "ms")
+            report("telemetry.eosd_cpu_per_publish.off", cpu[off] * 1e3 / o.rounds, "ms")
+            report("telemetry.bytes_per_1000_publishes", publish_bytes * 1000.0 / o.rounds, "B")
+            before = telemetry_stored(on)
+            for _ in range(1000):
+                on.call("observability", "ping")
+            report("telemetry.bytes_per_1000_pings", telemetry_stored(on) - before, "B")
+            before = telemetry_stored(on)
+            for i in range(500):
+                doc = on.call("runtime", "create_workspace_session", "sb")
+                on.call("runtime", "destroy_workspace_session", "sb",
+                        workspace_session_id=doc["workspace_session_id"])
+            report("telemetry.bytes_per_1000_session_ops(500 creates, 500 destroys)",
+                   telemetry_stored(on) - before, "B")
+            report("telemetry.records_kept", on.call("observability", "snapshot")["daemon"]
+                   ["telemetry"]["stored_records"], "records")
+        finally:
+            on.stop()
+            off.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -243,6 +313,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--import-mib", type=int, default=1024)
     ap.add_argument("--tsv", action="store_true")
+    ap.add_argument("--telemetry", action="store_true",
+                    help="only the cost of telemetry (publish on/off, bytes kept)")
     o = ap.parse_args()
     out = []
 
@@ -250,6 +322,11 @@ def main():
         out.append((name, value, unit))
         print("%s\t%.3f\t%s" % (name, value, unit) if o.tsv else
               "%-44s %12.3f %s" % (name, value, unit), flush=True)
+
+    if o.telemetry:
+        bench_telemetry(o, report)
+        report("cores", os.cpu_count(), "cores")
+        return 0
 
     with tempfile.TemporaryDirectory(prefix="eos-bench-daemon.") as top:
         for name, n in (("small", o.small), ("large", o.large)):

@@ -25,6 +25,10 @@ static const struct eosctl_local locals[] = {
 	  EOSCTL_ACTION_DAEMON_STOP },
 	{ "daemon", "status", "eosd's pid, socket and version, or \"not running\" (exit 1)",
 	  EOSCTL_ACTION_DAEMON_STATUS },
+	{ "top", "",
+	  "a live view of the sessions and their commands, redrawn every --interval SECONDS "
+	  "(default 1) until q; --count N draws N frames and exits",
+	  EOSCTL_ACTION_TOP },
 };
 
 enum global {
@@ -126,7 +130,13 @@ eosctl_arg_metavar(const struct eos_arg *a, char *buf, size_t n)
 bool
 eosctl_op_sandbox_positional(const struct eos_op *op)
 {
-	return op->needs_sandbox && strcmp(op->cli_group, "sandbox") == 0;
+	return op->needs_sandbox && (strcmp(op->cli_group, "sandbox") == 0 || !op->cli_verb[0]);
+}
+
+void
+eosctl_op_cli_name(const struct eos_op *op, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s%s%s", op->cli_group, op->cli_verb[0] ? " " : "", op->cli_verb);
 }
 
 /* --- parser state ----------------------------------------------------------------------------- */
@@ -413,6 +423,32 @@ op_option(struct parser *p, const char *name, const char *inline_value, struct e
 	return (r = set_arg(p, a, j, err)) < 0 ? r : 1;
 }
 
+/* top's own options: --interval SECONDS, --count N. 1 when taken. */
+static int
+top_option(struct parser *p, const char *name, const char *inline_value, struct eos_error *err)
+{
+	const char *v = NULL;
+	char *end;
+	long n;
+	int r;
+
+	if (p->cmd->action != EOSCTL_ACTION_TOP ||
+	    (strcmp(name, "interval") != 0 && strcmp(name, "count") != 0))
+		return 0;
+	if ((r = option_value(p, name, inline_value, &v, err)) < 0)
+		return r;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < 1 || n > 86400)
+		return eos_error_set(err, -EINVAL,
+				     "option '--%s': '%s' is not a number in [1, 86400]", name, v);
+	if (name[0] == 'i')
+		p->cmd->interval_ms = (int)n * 1000;
+	else
+		p->cmd->count = (int)n;
+	return 1;
+}
+
 static int
 one_option(struct parser *p, const char *word, struct eos_error *err)
 {
@@ -426,6 +462,8 @@ one_option(struct parser *p, const char *word, struct eos_error *err)
 		p->cmd->action = EOSCTL_ACTION_HELP;
 		return 0;
 	}
+	if ((r = top_option(p, name, v, err)) != 0)
+		return r < 0 ? r : 0;
 	if (p->cmd->op && (r = op_option(p, name, v, err)) != 0)
 		return r < 0 ? r : 0;
 	if ((r = global_option(p, name, v, err)) != 0)
@@ -497,6 +535,7 @@ finish_op(struct parser *p, struct eos_error *err)
 {
 	const struct eos_op *op = p->cmd->op;
 	EOS_CLEANUP(json_decrefp) json_t *copy = NULL;
+	char cli[128];
 	int r;
 
 	if ((r = assign_positionals(p, err)) < 0)
@@ -504,15 +543,16 @@ finish_op(struct parser *p, struct eos_error *err)
 	for (size_t i = 0; i < op->nargs; i++)
 		if (op->args[i].required && !json_object_get(p->cmd->args, op->args[i].name))
 			return missing(&op->args[i], err);
+	eosctl_op_cli_name(op, cli, sizeof(cli));
 	if (op->needs_sandbox && !p->cmd->sandbox)
-		return eos_error_set(err, -EINVAL, "missing %s (the sandbox '%s %s' acts on)",
+		return eos_error_set(err, -EINVAL, "missing %s (the sandbox '%s' acts on)",
 				     eosctl_op_sandbox_positional(op) ? "SANDBOX"
 								      : "option "
 									"'--sandbox ID'",
-				     op->cli_group, op->cli_verb);
-	if (!op->needs_sandbox && p->cmd->sandbox)
-		return eos_error_set(err, -EINVAL, "option '--sandbox': '%s %s' acts on no sandbox",
-				     op->cli_group, op->cli_verb);
+				     cli);
+	if (!op->needs_sandbox && !op->sandbox_optional && p->cmd->sandbox)
+		return eos_error_set(err, -EINVAL, "option '--sandbox': '%s' acts on no sandbox",
+				     cli);
 	if (!(copy = json_deep_copy(p->cmd->args)))
 		return eos_error_set(err, -ENOMEM, "out of memory");
 	return eos_catalog_validate(op, copy, err);
@@ -538,7 +578,7 @@ parse_rest(struct parser *p, struct eos_error *err)
 			p->cmd->action = EOSCTL_ACTION_HELP;
 		} else if (!only_positionals && w[0] == '-' && w[1] != '\0') {
 			return eos_error_set(err, -EINVAL, "unknown option '%s'", w);
-		} else if (!p->cmd->op || p->npos == POSITIONAL_MAX) {
+		} else if (!p->cmd->op || p->npos == POSITIONAL_MAX) { /* a local takes no words */
 			return eos_error_set(err, -EINVAL, "unexpected argument '%s'", w);
 		} else {
 			p->pos[p->npos++] = w;
@@ -563,7 +603,8 @@ parse_help(struct parser *p, struct eos_error *err)
 		return eos_error_set(err, -EINVAL, "unexpected argument '%s'", p->argv[p->i]);
 	if (!a)
 		return 0;
-	if (!b && (c->op = eos_catalog_find(a)))
+	if (!b && ((c->op = eos_catalog_find(a)) || (c->op = eos_catalog_find_cli(a, "")) ||
+		   (c->local = local_find(a, ""))))
 		return 0;
 	if (!b && group_known(a)) {
 		c->group = a;
@@ -575,6 +616,21 @@ parse_help(struct parser *p, struct eos_error *err)
 			     a, b ? " " : "", b ? b : "");
 }
 
+/* A command of one word (`eosctl trace ID`, `eosctl top`): its words follow the group. */
+static int
+parse_single(struct parser *p, const char *group, struct eos_error *err)
+{
+	struct eosctl_cmd *c = p->cmd;
+
+	c->group = group;
+	c->op = eos_catalog_find_cli(group, "");
+	c->local = c->op ? NULL : local_find(group, "");
+	c->action = c->op ? EOSCTL_ACTION_OP : c->local->action;
+	if (c->op && !(c->args = json_object()))
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	return parse_rest(p, err);
+}
+
 static int
 parse_command(struct parser *p, const char *group, struct eos_error *err)
 {
@@ -584,6 +640,8 @@ parse_command(struct parser *p, const char *group, struct eos_error *err)
 	if (!group_known(group))
 		return eos_error_set(err, -EINVAL, "unknown command '%s' (see 'eosctl --help')",
 				     group);
+	if (eos_catalog_find_cli(group, "") || local_find(group, ""))
+		return parse_single(p, group, err);
 	c->group = group;
 	if (!verb || verb[0] == '-') {
 		c->action = EOSCTL_ACTION_HELP;

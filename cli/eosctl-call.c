@@ -40,6 +40,7 @@ struct call {
 	struct eosctl_progress progress;
 	char *final;	  /* a stream's "result" or "error" event: its data (owned) */
 	bool final_error; /* it was "error" */
+	bool follow;	  /* events --follow: each "event" is printed as it comes */
 };
 
 static void
@@ -58,6 +59,26 @@ tick(void *arg)
 	eosctl_progress_tick(&c->progress);
 }
 
+/* events --follow: one event now, a line of JSON or of text; a note when some were missed. */
+static void
+follow_event(struct call *c, const char *name, const char *data)
+{
+	EOS_CLEANUP(json_decrefp) json_t *ev = json_loads(data, 0, NULL);
+
+	if (strcmp(name, "dropped") == 0) {
+		fprintf(stderr, "eosctl: eosd dropped events this follower was too slow for: %s\n",
+			data);
+		return;
+	}
+	if (!ev)
+		return;
+	if (eosctl_output_is_text(c->cmd->output))
+		eosctl_obs_event_line(stdout, ev);
+	else
+		eos_json_print_line(stdout, ev);
+	fflush(stdout);
+}
+
 /* An event of eosd's stream: progress is drawn, the last one is the reply. */
 static void
 on_event(void *arg, const char *name, const char *data)
@@ -66,6 +87,10 @@ on_event(void *arg, const char *name, const char *data)
 
 	if (strcmp(name, "progress") == 0) {
 		eosctl_progress_event(&c->progress, data);
+		return;
+	}
+	if (c->follow && (strcmp(name, "event") == 0 || strcmp(name, "dropped") == 0)) {
+		follow_event(c, name, data);
 		return;
 	}
 	if (strcmp(name, "result") != 0 && strcmp(name, "error") != 0)
@@ -232,6 +257,8 @@ handle_reply(const struct call *c, const struct eosctl_http_response *resp)
 
 	if (c->events && resp->status == 200 && resp->content_type &&
 	    strncmp(resp->content_type, "text/event-stream", 17) == 0) {
+		if (c->follow && !c->final)
+			return EOSCTL_EXIT_OK; /* eosd ended the stream: it stopped */
 		snprintf(msg, sizeof(msg),
 			 "eosd at '%s' ended its event stream without a result or an error",
 			 c->ep.name);
@@ -273,10 +300,83 @@ eosctl_call_run(const struct eosctl_cmd *cmd)
 	struct call c = { .cmd = cmd, .json = cmd->output == EOSCTL_OUTPUT_JSON };
 	int r;
 
-	c.show_progress = cmd->op->long_running && isatty(STDERR_FILENO);
-	c.events = c.show_progress && !c.json;
+	c.follow = !strcmp(cmd->op->name, "events") &&
+		   json_is_true(json_object_get(cmd->args, "follow"));
+	c.show_progress = cmd->op->long_running && !c.follow && isatty(STDERR_FILENO);
+	c.events = (c.show_progress && !c.json) || c.follow;
 	r = run(&c);
 
 	call_release(&c);
 	return r;
+}
+
+/* --- several calls on one endpoint (top) -------------------------------------------------------
+ */
+
+struct eosctl_session {
+	struct call c;
+	struct eosctl_cmd cmd; /* a copy whose op is the one called */
+	char *token;
+};
+
+int
+eosctl_session_open(const struct eosctl_cmd *cmd, enum eos_surface surface,
+		    struct eosctl_session **ret, struct eos_error *err)
+{
+	struct eosctl_session *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (!s)
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	s->cmd = *cmd;
+	s->cmd.args = NULL;
+	s->c.cmd = &s->cmd;
+	r = eosctl_daemon_state_dir(cmd, &s->c.state, err);
+	r = r ?: find_endpoint(&s->c, err);
+	r = r ?: eosctl_daemon_token(cmd, s->c.state, surface, &s->token, err);
+	if (r < 0) {
+		eosctl_session_close(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+int
+eosctl_session_call(struct eosctl_session *s, const struct eos_op *op, json_t *args,
+		    const char *sandbox, json_t **ret_doc, struct eos_error *err)
+{
+	struct eosctl_http_response resp = { 0 };
+	cleanup_free char *body = NULL;
+	int r;
+
+	s->cmd.op = op;
+	s->cmd.args = args ? args : json_object();
+	s->cmd.sandbox = sandbox;
+	body = request_body(&s->cmd);
+	if (!args)
+		json_decref(s->cmd.args);
+	s->cmd.args = NULL;
+	if (!body)
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	r = send_with_autostart(&s->c, s->token, body, &resp, err);
+	if (r < 0)
+		return r;
+	*ret_doc = json_loadb(resp.body, resp.body_len, 0, NULL);
+	r = resp.status == 200 && *ret_doc ? 0 : -EIO;
+	if (r < 0 && !*ret_doc)
+		eos_error_set(err, -EIO, "eosd answered %s with status %d and no JSON", op->name,
+			      resp.status);
+	eosctl_http_response_release(&resp);
+	return r;
+}
+
+void
+eosctl_session_close(struct eosctl_session *s)
+{
+	if (!s)
+		return;
+	call_release(&s->c);
+	free(s->token);
+	free(s);
 }

@@ -34,7 +34,10 @@ usage_arg(FILE *f, const struct eos_arg *a)
 void
 eosctl_help_usage_line(FILE *f, const struct eos_op *op)
 {
-	fprintf(f, "eosctl %s %s", op->cli_group, op->cli_verb);
+	char cli[128];
+
+	eosctl_op_cli_name(op, cli, sizeof(cli));
+	fprintf(f, "eosctl %s", cli);
 	if (eosctl_op_sandbox_positional(op))
 		fprintf(f, " SANDBOX");
 	for (unsigned k = 1; k <= op->nargs; k++)
@@ -43,6 +46,8 @@ eosctl_help_usage_line(FILE *f, const struct eos_op *op)
 				usage_arg(f, &op->args[i]);
 	if (op->needs_sandbox && !eosctl_op_sandbox_positional(op))
 		fprintf(f, " --sandbox ID");
+	if (op->sandbox_optional)
+		fprintf(f, " [--sandbox ID]");
 	for (int req = 1; req >= 0; req--)
 		for (size_t i = 0; i < op->nargs; i++)
 			if (!op->args[i].positional && op->args[i].required == req)
@@ -56,7 +61,7 @@ command_line(FILE *f, const char *group, const char *verb, const char *help)
 {
 	char left[128];
 
-	snprintf(left, sizeof(left), "%s %s", group, verb);
+	snprintf(left, sizeof(left), "%s%s%s", group, verb[0] ? " " : "", verb);
 	fprintf(f, "  %-*s %s\n", LEFT - 2, left, help);
 }
 
@@ -201,13 +206,16 @@ eosctl_help_op(FILE *f, const struct eos_op *op)
 	fprintf(f, "\n\n%s\n(operation %s of the %s surface%s%s%s)\n", op->help, op->name,
 		eos_surface_name(op->surface), op->read_only ? "; read-only" : "",
 		op->destructive ? "; destructive" : "", op->long_running ? "; long-running" : "");
-	if (op->nargs > 0 || op->needs_sandbox)
+	if (op->nargs > 0 || op->needs_sandbox || op->sandbox_optional)
 		fprintf(f, "\narguments:\n");
 	if (op->needs_sandbox)
 		fprintf(f, "  %-*s the sandbox\n  %-*s (id; required)\n", LEFT - 2,
 			eosctl_op_sandbox_positional(op) ? "SANDBOX (or --sandbox ID)"
 							 : "--sandbox ID",
 			LEFT - 2, "");
+	if (op->sandbox_optional)
+		fprintf(f, "  %-*s this sandbox only\n  %-*s (id; default: every sandbox)\n",
+			LEFT - 2, "--sandbox ID", LEFT - 2, "");
 	for (unsigned k = 1; k <= op->nargs; k++)
 		for (size_t i = 0; i < op->nargs; i++)
 			if (op->args[i].positional == k)
@@ -222,7 +230,8 @@ eosctl_help_op(FILE *f, const struct eos_op *op)
 void
 eosctl_help_local(FILE *f, const struct eosctl_local *l)
 {
-	fprintf(f, "usage: eosctl %s %s\n\n%s\n", l->group, l->verb, l->help);
+	fprintf(f, "usage: eosctl %s%s%s%s\n\n%s\n", l->group, l->verb[0] ? " " : "", l->verb,
+		l->action == EOSCTL_ACTION_TOP ? " [--interval SECONDS] [--count N]" : "", l->help);
 	global_options(f);
 	exit_statuses(f);
 }
@@ -241,6 +250,9 @@ completion_verbs(FILE *f)
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(ops[i].cli_group, last) != 0)
 			fprintf(f, "%s ", (last = ops[i].cli_group));
+	for (size_t i = 0; i < nl; i++)
+		if (!l[i].verb[0])
+			fprintf(f, "%s ", l[i].group);
 	fprintf(f, "help completion'\n\n_eosctl_verbs() {\n\tcase $1 in\n");
 	last = "";
 	for (size_t i = 0; i < n; i++) {
@@ -262,7 +274,7 @@ static void
 completion_opts_of(FILE *f, const struct eos_op *op)
 {
 	fprintf(f, "\t'%s %s') echo '", op->cli_group, op->cli_verb);
-	if (op->needs_sandbox)
+	if (op->needs_sandbox || op->sandbox_optional)
 		fprintf(f, "--sandbox ");
 	for (size_t i = 0; i < op->nargs; i++) {
 		const struct eos_arg *a = &op->args[i];
@@ -297,7 +309,26 @@ completion_opts(FILE *f)
 	fprintf(f, "'\n\n_eosctl_opts() {\n\tcase $1 in\n");
 	for (size_t i = 0; i < n; i++)
 		completion_opts_of(f, &ops[i]);
+	fprintf(f, "\t'top ') echo '--interval --count' ;;\n");
 	fprintf(f, "\tesac\n}\n\n");
+}
+
+/* The groups that are commands of one word (verb ""): their words follow the group. */
+static void
+completion_single(FILE *f)
+{
+	size_t n, nl;
+	const struct eos_op *ops = eos_catalog_ops(&n);
+	const struct eosctl_local *l = eosctl_local_commands(&nl);
+
+	fprintf(f, "_eosctl_single='");
+	for (size_t i = 0; i < n; i++)
+		if (!ops[i].cli_verb[0])
+			fprintf(f, "%s ", ops[i].cli_group);
+	for (size_t i = 0; i < nl; i++)
+		if (!l[i].verb[0])
+			fprintf(f, "%s ", l[i].group);
+	fprintf(f, "'\n\n");
 }
 
 /* Values of an option ("GROUP VERB:--opt"), files for host paths and --*-file. */
@@ -315,8 +346,12 @@ completion_values(FILE *f)
 
 			eosctl_arg_cli_name(a, name, sizeof(name));
 			if (a->kind == EOS_ARG_ENUM) {
-				fprintf(f, "\t'%s %s:--%s') echo '", ops[i].cli_group,
-					ops[i].cli_verb, name);
+				fprintf(f, "\t'%s %s:--%s'", ops[i].cli_group, ops[i].cli_verb,
+					name);
+				if (a->positional)
+					fprintf(f, " | '%s %s:@%u'", ops[i].cli_group,
+						ops[i].cli_verb, a->positional);
+				fprintf(f, ") echo '");
 				for (const char *const *v = a->values; *v; v++)
 					fprintf(f, "%s ", *v);
 				fprintf(f, "' ;;\n");
@@ -353,28 +388,35 @@ static const char completion_main[] =
 	"\t\t[[ $w == -* ]] && continue\n"
 	"\t\twords+=(\"$w\")\n"
 	"\tdone\n"
-	"\tif ((${#words[@]} >= 2)) && [[ $prev == -* ]]; then\n"
-	"\t\tv=$(_eosctl_values \"${words[0]} ${words[1]}:$prev\")\n"
+	"\tlocal key='' at=1\n"
+	"\tif ((${#words[@]} >= 1)) && [[ \" $_eosctl_single \" == *\" ${words[0]} \"* ]]; then\n"
+	"\t\tkey=\"${words[0]} \" at=0\n"
+	"\telif ((${#words[@]} >= 2)); then\n"
+	"\t\tkey=\"${words[0]} ${words[1]}\"\n"
+	"\tfi\n"
+	"\tif [[ -n $key && $prev == -* ]]; then\n"
+	"\t\tv=$(_eosctl_values \"$key:$prev\")\n"
 	"\t\tif [[ -n $v ]]; then _eosctl_reply \"$v\" \"$cur\"; return; fi\n"
 	"\tfi\n"
 	"\tif [[ $prev == --state-dir || $prev == --token-file ]]; then\n"
 	"\t\t_eosctl_reply \"$(_eosctl_values \"x x:$prev\")\" \"$cur\"; return\n"
 	"\tfi\n"
 	"\tif [[ $cur == -* ]]; then\n"
-	"\t\t_eosctl_reply \"$( ((${#words[@]} >= 2)) && _eosctl_opts \"${words[0]} "
-	"${words[1]}\") $_eosctl_global_opts\" \"$cur\"\n"
+	"\t\t_eosctl_reply \"$([[ -n $key ]] && _eosctl_opts \"$key\") $_eosctl_global_opts\" "
+	"\"$cur\"\n"
 	"\t\treturn\n"
+	"\tfi\n"
+	"\tif [[ ${words[0]} != help && -n $key ]]; then\n"
+	"\t\tv=$(_eosctl_values \"$key:@$((${#words[@]} - at))\")\n"
+	"\t\t[[ -n $v ]] && _eosctl_reply \"$v\" \"$cur\"\n"
+	"\t\treturn 0\n"
 	"\tfi\n"
 	"\tcase ${#words[@]} in\n"
 	"\t0) _eosctl_reply \"$_eosctl_groups\" \"$cur\" ;;\n"
 	"\t1) if [[ ${words[0]} == help ]]; then _eosctl_reply \"$_eosctl_groups\" \"$cur\"\n"
 	"\t   else _eosctl_reply \"$(_eosctl_verbs \"${words[0]}\")\" \"$cur\"; fi ;;\n"
-	"\t*) if [[ ${words[0]} == help ]]; then\n"
-	"\t\t((${#words[@]} == 2)) && _eosctl_reply \"$(_eosctl_verbs \"${words[1]}\")\" \"$cur\"\n"
-	"\t   else\n"
-	"\t\tv=$(_eosctl_values \"${words[0]} ${words[1]}:@$((${#words[@]} - 1))\")\n"
-	"\t\t[[ -n $v ]] && _eosctl_reply \"$v\" \"$cur\"\n"
-	"\t   fi ;;\n"
+	"\t*) ((${#words[@]} == 2)) && [[ ${words[0]} == help ]] &&\n"
+	"\t\t_eosctl_reply \"$(_eosctl_verbs \"${words[1]}\")\" \"$cur\" ;;\n"
 	"\tesac\n"
 	"\treturn 0\n"
 	"}\n\n"
@@ -386,6 +428,7 @@ eosctl_help_completion_bash(FILE *f)
 	fprintf(f,
 		"# bash completion for eosctl, generated from the operation catalog by\n"
 		"# `eosctl completion bash`; load it with: source <(eosctl completion bash)\n\n");
+	completion_single(f);
 	completion_verbs(f);
 	completion_opts(f);
 	completion_values(f);

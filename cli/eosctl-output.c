@@ -237,20 +237,39 @@ print_file_read(FILE *f, const json_t *doc)
 		fprintf(stderr, "eosctl: more lines follow (use --offset and --limit)\n");
 }
 
-void
-eosctl_output_result(FILE *f, const struct eos_op *op, const json_t *doc, bool text)
+static void
+print_text(FILE *f, const struct eos_op *op, const json_t *doc)
 {
-	if (!text || !json_is_object(doc)) {
-		eos_json_print_line(f, doc);
-		return;
-	}
 	if (op && strcmp(op->name, "file_read") == 0 &&
 	    json_is_string(json_object_get(doc, "content"))) {
 		print_file_read(f, doc);
 		return;
 	}
+	if (op && eosctl_obs_render(f, op, doc))
+		return;
 	if (!print_single_list(f, doc))
 		print_object(f, doc, 0);
+}
+
+/*
+ * As text, the reply's trace_id (every reply has one: `eosctl trace ID`) is left out: it is for
+ * scripts (the JSON keeps it) and for `eosctl trace --last`, not for reading.
+ */
+void
+eosctl_output_result(FILE *f, const struct eos_op *op, const json_t *doc, bool text)
+{
+	EOS_CLEANUP(json_decrefp) json_t *copy = NULL;
+
+	if (!text || !json_is_object(doc)) {
+		eos_json_print_line(f, doc);
+		return;
+	}
+	if (json_object_get(doc, "trace_id") && (!op || strcmp(op->name, "trace") != 0) &&
+	    (copy = json_copy((json_t *)doc))) {
+		json_object_del(copy, "trace_id");
+		doc = copy;
+	}
+	print_text(f, op, doc);
 }
 
 /* --- errors ----------------------------------------------------------------------------------- */

@@ -134,15 +134,15 @@ draw(struct eosctl_progress *p, int64_t now)
 	int64_t ms = (now - p->start_ns) / 1000000;
 	bool bar = p->counts && (p->total_files || p->total_bytes || p->total_paths);
 	char spin[3] = { "|/-\\"[p->frame++ % 4], ' ', '\0' };
-	char line[LINE_MAX], counts[160] = "";
+	char line[LINE_MAX], counts[160] = "", cli[128];
 	size_t width = columns() - 1;
 	int len;
 
 	if (p->counts)
 		fmt_counts(p, now, counts, sizeof(counts));
+	eosctl_op_cli_name(p->op, cli, sizeof(cli));
 	/* a bar moves by itself; otherwise the spinner and the time show that eosd works */
-	len = snprintf(line, sizeof(line), "%s%s %s: %s%s", bar ? "" : spin, p->op->cli_group,
-		       p->op->cli_verb, p->phase, counts);
+	len = snprintf(line, sizeof(line), "%s%s: %s%s", bar ? "" : spin, cli, p->phase, counts);
 	if (len >= 0 && !bar && (size_t)len < sizeof(line))
 		len += snprintf(line + len, sizeof(line) - (size_t)len, "%s%lld.%llds",
 				p->phase[0] ? " " : "", (long long)(ms / 1000),

@@ -49,6 +49,8 @@ dispatch(const struct eosctl_cmd *cmd)
 		return eosctl_daemon_stop(cmd);
 	case EOSCTL_ACTION_DAEMON_STATUS:
 		return eosctl_daemon_status(cmd);
+	case EOSCTL_ACTION_TOP:
+		return eosctl_top_run(cmd);
 	}
 	return EOSCTL_EXIT_USAGE;
 }

@@ -49,6 +49,7 @@ enum eosctl_action {
 	EOSCTL_ACTION_DAEMON_START,
 	EOSCTL_ACTION_DAEMON_STOP,
 	EOSCTL_ACTION_DAEMON_STATUS,
+	EOSCTL_ACTION_TOP, /* the live view of sessions (eosctl-top.c) */
 };
 
 /* A command of eosctl's own (not in the catalog). */
@@ -72,6 +73,8 @@ struct eosctl_cmd {
 	int timeout_ms;			  /* --timeout (seconds on the line); 0: the default */
 	enum eosctl_output output;	  /* --json, --text, --output */
 	bool help_is_error;		  /* HELP because the line was incomplete: exit 2 */
+	int interval_ms;		  /* top: --interval (seconds on the line); 0: 1 s */
+	int count;			  /* top: --count N frames, then exit; 0: until q */
 };
 
 /* --- eosctl-args.c ---------------------------------------------------------------------------- */
@@ -89,8 +92,13 @@ void eosctl_cmd_release(struct eosctl_cmd *cmd);
 void eosctl_arg_cli_name(const struct eos_arg *a, char *buf, size_t n);
 /* The metavariable of a ("PATH", "ID", "N", …) in buf of n bytes. */
 void eosctl_arg_metavar(const struct eos_arg *a, char *buf, size_t n);
-/* Whether op takes its sandbox as its first positional word (the sandbox group). */
+/*
+ * Whether op takes its sandbox as its first positional word: the sandbox group, and a command
+ * of one word that needs one (`eosctl layers SANDBOX`).
+ */
 bool eosctl_op_sandbox_positional(const struct eos_op *op);
+/* The command op is on the command line: "sandbox create", or "trace" (a verb ""). */
+void eosctl_op_cli_name(const struct eos_op *op, char *buf, size_t n);
 
 /* eosctl's own commands; *n receives their number. */
 const struct eosctl_local *eosctl_local_commands(size_t *n);
@@ -204,3 +212,30 @@ void eosctl_progress_clear(struct eosctl_progress *p);
 
 /* Send cmd's operation to eosd (starting it when needed) and render the reply: the exit status. */
 int eosctl_call_run(const struct eosctl_cmd *cmd);
+
+/* A connection to eosd for several calls (top): found once, autostarting eosd when needed. */
+struct eosctl_session;
+int eosctl_session_open(const struct eosctl_cmd *cmd, enum eos_surface s,
+			struct eosctl_session **ret, struct eos_error *err);
+/*
+ * Call op with args (borrowed; NULL: none) and sandbox (may be NULL): *ret_doc is the reply on
+ * success (200), else -EIO and *ret_doc the error envelope (or NULL, err saying why).
+ */
+int eosctl_session_call(struct eosctl_session *s, const struct eos_op *op, json_t *args,
+			const char *sandbox, json_t **ret_doc, struct eos_error *err);
+void eosctl_session_close(struct eosctl_session *s);
+
+/* --- eosctl-obs.c: text of the observability replies -------------------------------------- */
+
+/*
+ * Draw doc, the reply of op, as text when op has a drawing of its own (trace: a waterfall,
+ * events: one line each, layerstack: a timeline); false when it has none.
+ */
+bool eosctl_obs_render(FILE *f, const struct eos_op *op, const json_t *doc);
+/* One event (the JSON of an "event" of events follow) as one line of text. */
+void eosctl_obs_event_line(FILE *f, const json_t *ev);
+
+/* --- eosctl-top.c ----------------------------------------------------------------------------- */
+
+/* eosctl top: redraw the snapshot every interval until q (a terminal) or count frames. */
+int eosctl_top_run(const struct eosctl_cmd *cmd);

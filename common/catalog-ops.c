@@ -119,6 +119,41 @@ static const struct eos_arg file_blame_args[] = {
 	  "the version (default: the head)" },
 };
 
+/* --- observability ---------------------------------------------------------------------------- */
+
+static const char *const cgroup_scopes[] = { "sandbox", "session", NULL };
+
+static const struct eos_arg trace_args[] = {
+	{ "trace_id", EOS_ARG_STRING, false, NULL, 0, 32, NULL, 1,
+	  "the trace: the trace_id an operation answered with (32 hex digits)" },
+	{ "last", EOS_ARG_BOOL, false, "false", 0, 0, NULL, 0,
+	  "the newest trace of a management or runtime operation" },
+};
+
+static const struct eos_arg events_args[] = {
+	{ "name", EOS_ARG_STRING, false, NULL, 0, 128, NULL, 0,
+	  "one event name, or a prefix ending in '.' (workspace_session.)" },
+	{ "since", EOS_ARG_STRING, false, NULL, 0, 64, NULL, 0,
+	  "from this time on: 2026-12-01T22:31:34Z, nanoseconds since the epoch, or an age (90s, "
+	  "10m, 2h, 1d)" },
+	{ "last_n", EOS_ARG_INT, false, "100", 1, 10000, NULL, 0, "at most this many, the newest" },
+	{ "follow", EOS_ARG_BOOL, false, "false", 0, 0, NULL, 0,
+	  "then stream each new event as it happens (server-sent events) until the client leaves" },
+};
+
+static const struct eos_arg cgroup_args[] = {
+	{ "scope", EOS_ARG_ENUM, true, NULL, 0, 0, cgroup_scopes, 1,
+	  "what to sample: a sandbox or a workspace session" },
+	{ "id", EOS_ARG_ID, true, NULL, 0, 0, NULL, 2, "the sandbox's or the session's id" },
+	{ "window", EOS_ARG_INT, false, "60", 1, 86400, NULL, 0,
+	  "seconds of samples, back from now" },
+};
+
+static const struct eos_arg layerstack_args[] = {
+	{ "workspace_session_id", EOS_ARG_ID, false, NULL, 0, 0, NULL, 0,
+	  "a session: its base, its delta and what it shares with the others" },
+};
+
 /* --- the table -------------------------------------------------------------------------------- */
 
 #define M EOS_SURFACE_MANAGEMENT
@@ -126,7 +161,7 @@ static const struct eos_arg file_blame_args[] = {
 #define O EOS_SURFACE_OBSERVABILITY
 
 /* name, surface, needs_sandbox, group, verb, help, args, read_only, destructive, idempotent,
- * long_running */
+ * long_running, sandbox_optional */
 static const struct eos_op ops[] = {
 	{ "create_sandbox", M, false, "sandbox", "create", "import a directory or tar as a sandbox",
 	  ARGS(create_sandbox_args), false, false, false, true },
@@ -185,6 +220,21 @@ static const struct eos_op ops[] = {
 	  false },
 	{ "version", O, false, "daemon", "version", "eosd's version", NO_ARGS, true, false, true,
 	  false },
+	{ "snapshot", O, false, "snapshot", "",
+	  "every sandbox's (or one's) head, layers, leases and sessions, and the daemon's state",
+	  NO_ARGS, true, false, true, false, true },
+	{ "trace", O, false, "trace", "",
+	  "an operation's spans as a tree, with its events (by trace id, or the last)",
+	  ARGS(trace_args), true, false, true, false, true },
+	{ "events", O, false, "events", "",
+	  "domain events, newest last; with follow, new ones as they happen", ARGS(events_args),
+	  true, false, true, true, true },
+	{ "cgroup", O, false, "cgroup", "",
+	  "cpu, memory, pids and io samples of a sandbox's or a session's commands",
+	  ARGS(cgroup_args), true, false, true, false, true },
+	{ "layerstack", O, true, "layers", "",
+	  "a sandbox's layers: bytes, paths, leases, squashed ranges; a session's share",
+	  ARGS(layerstack_args), true, false, true, false, false },
 };
 
 const struct eos_op *

@@ -61,7 +61,7 @@ struct eos_op {
 	enum eos_surface surface;
 	bool needs_sandbox;    /* the request must carry sandbox_id */
 	const char *cli_group; /* eosctl: "sandbox" in `eosctl sandbox create` */
-	const char *cli_verb;  /* eosctl: "create" */
+	const char *cli_verb;  /* eosctl: "create"; "": the group alone (`eosctl trace ID`) */
 	const char *help;      /* one line */
 	const struct eos_arg *args;
 	size_t nargs;
@@ -69,6 +69,11 @@ struct eos_op {
 	bool destructive;  /* may delete what the caller cannot get back */
 	bool idempotent;   /* repeating it with the same arguments changes nothing more */
 	bool long_running; /* runs on the worker pool and may report progress */
+	/*
+	 * sandbox_id may be given (the operation then covers that sandbox only) or left out (all
+	 * of them); a token limited to one sandbox gets that one either way.
+	 */
+	bool sandbox_optional;
 };
 
 /* Every operation, in catalog order; *n receives their number. */

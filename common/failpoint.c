@@ -159,3 +159,21 @@ eos_failpoint_hits(const char *name)
 	pthread_mutex_unlock(&fp_lock);
 	return n;
 }
+
+int
+eos_failpoint_arm_wait(const char *name, const char *path)
+{
+	struct fp_slot *s;
+
+	pthread_mutex_lock(&fp_lock);
+	if (!fp_env_loaded)
+		fp_load_env_locked();
+	s = fp_find(name, true);
+	if (s) {
+		s->code = 0;
+		s->kill = false;
+		snprintf(s->wait, sizeof(s->wait), "%s", path);
+	}
+	pthread_mutex_unlock(&fp_lock);
+	return s ? 0 : -ENOSPC;
+}

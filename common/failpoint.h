@@ -20,6 +20,8 @@
 int eos_failpoint_check(const char *name);
 /* Arm name to fail with code (negative errno), or 0 to disarm. Copies name. */
 int eos_failpoint_arm(const char *name, int code);
+/* Arm name to hold its callers until path exists, as "name=wait:PATH" does. Copies both. */
+int eos_failpoint_arm_wait(const char *name, const char *path);
 /* Disarm everything (including the environment's list). */
 void eos_failpoint_reset(void);
 /* Number of times name was checked since the last reset (armed or not). */

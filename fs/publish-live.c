@@ -25,6 +25,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/failpoint.h"
 #include "common/path.h"
 
@@ -52,10 +53,14 @@ failpoint_at(const char *name, struct eos_error *err)
 	return r < 0 ? eos_error_set(err, r, "failpoint '%s'", name) : 0;
 }
 
-/* Stage, prepare and commit v's delta (the gate closed to writers). */
+/*
+ * Stage, prepare and commit v's delta (the gate closed to writers since capture_start); the
+ * capture's times go into ret->phases.
+ */
 static int
-publish_locked(struct eos_view *v, const char *owner, struct eos_publish_result *ret,
-	       char ***skipped, size_t *nskipped, struct eos_error *err)
+publish_locked(struct eos_view *v, const char *owner, int64_t capture_start,
+	       struct eos_publish_result *ret, char ***skipped, size_t *nskipped,
+	       struct eos_error *err)
 {
 	struct eos_publish_options o = {
 		.sandbox = v->sandbox,
@@ -65,12 +70,19 @@ publish_locked(struct eos_view *v, const char *owner, struct eos_publish_result 
 		.keep_session_dir = true, /* reads go on until the reset: reset.c empties it */
 	};
 	EOS_CLEANUP(eos_publish_freep) struct eos_publish *p = NULL;
+	int64_t capture_end;
 	int r = eos_publish_begin(v->store, &o, &p, err);
 
 	r = r ?: eos_view_stage(v, p, skipped, nskipped, err);
+	capture_end = eos_mono_ns();
 	r = r ?: eos_publish_prepare(p, err);
 	r = r ?: failpoint_at("publish_live.prepared", err);
-	return r ?: eos_publish_commit(p, ret, err);
+	r = r ?: eos_publish_commit(p, ret, err);
+	if (r == 0) {
+		ret->phases.capture_start = capture_start;
+		ret->phases.capture_end = capture_end;
+	}
+	return r;
 }
 
 static void
@@ -88,6 +100,7 @@ eos_view_publish_live(struct eos_view *v, struct eos_view_mount *m, const char *
 	struct eos_inval iv = { 0 };
 	char **skipped = NULL;
 	size_t nskipped = 0;
+	int64_t capture_start = eos_mono_ns();
 	int r = writable_session(v, "publish", err);
 
 	(void)m; /* every mount of the view is invalidated, m among them */
@@ -96,7 +109,7 @@ eos_view_publish_live(struct eos_view *v, struct eos_view_mount *m, const char *
 	if (v->writeback)
 		eos_view_sync_mounts(v); /* the kernel's cached writes join the delta */
 	eos_gate_close_writers(v);
-	r = publish_locked(v, owner, ret, &skipped, &nskipped, err);
+	r = publish_locked(v, owner, capture_start, ret, &skipped, &nskipped, err);
 	if (r < 0 || ret->status == EOS_PUBLISH_REJECTED) {
 		eos_gate_open(v, false);
 		skipped_free(skipped, nskipped);

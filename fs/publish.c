@@ -10,6 +10,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/hashmap.h"
 
 #include "fs/view-internal.h"
@@ -445,13 +446,20 @@ eos_view_publish(struct eos_store *st, const char *sandbox, const char *session,
 	struct eos_publish_options o = { .sandbox = sandbox, .session = session, .owner = owner };
 	EOS_CLEANUP(eos_publish_freep) struct eos_publish *p = NULL;
 	EOS_CLEANUP(skipped_release) struct skipped skipped = { 0 };
+	int64_t c0 = 0, c1 = 0;
 	int r = eos_publish_begin(st, &o, &p, err);
 
-	r = r ?: stage_delta(st, sandbox, session, p, &skipped, err);
+	if (r == 0) {
+		c0 = eos_mono_ns();
+		r = stage_delta(st, sandbox, session, p, &skipped, err);
+		c1 = eos_mono_ns();
+	}
 	r = r ?: eos_publish_prepare(p, err);
 	r = r ?: eos_publish_commit(p, ret, err);
 	if (r < 0)
 		return r;
+	ret->phases.capture_start = c0;
+	ret->phases.capture_end = c1;
 	ret->skipped = TAKE_PTR(skipped.v);
 	ret->nskipped = skipped.n;
 	skipped.n = 0;

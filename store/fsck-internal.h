@@ -72,7 +72,8 @@ struct eos_fsck {
 	bool registry_damaged;	      /* some registrations unreadable: orphan checks are off */
 	bool counts_partial;	      /* some entries or manifests unreadable: counts may be low */
 	bool quiet_damage;	      /* a second pass: damage was reported by the first */
-	uint64_t *reported;	      /* hashes of cf · message of the stretches reported */
+	uint64_t obs_records, obs_bytes; /* observations counted by the scan */
+	uint64_t *reported;		 /* hashes of cf · message of the stretches reported */
 	size_t nreported, capreported;
 };
 

@@ -27,6 +27,7 @@
 #include "store/blame.h"
 #include "store/fsck-internal.h"
 #include "store/kv.h"
+#include "store/obs.h"
 #include "store/sandbox.h"
 #include "store/store-internal.h"
 
@@ -497,6 +498,51 @@ check_readable(struct eos_fsck *fs, const uint8_t *k, size_t klen, const uint8_t
 	return 0;
 }
 
+/* --- observations ---------------------------------------------------------------------------- */
+
+static int
+check_obs(struct eos_fsck *fs, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen)
+{
+	char hex[2 * EOS_FSCK_HEX_KEY_MAX + 1];
+
+	fs->obs_records++;
+	fs->obs_bytes += klen + vlen;
+	if (!eos_obs_record_valid(k, klen, v, vlen))
+		eos_fsck_report(fs, "obs-record", "observation '%s' does not decode",
+				eos_fsck_hex_key(k, klen, hex));
+	return 0;
+}
+
+/* Every observation decodes, and the 0·"obs" record counts them and their bytes exactly. */
+static int
+fsck_obs(struct eos_fsck *fs, struct eos_error *err)
+{
+	struct eos_obs_stats s = { 0 };
+	struct eos_error rerr = { 0 };
+	int r = eos_fsck_scan(fs, EOS_CF_OBS, NULL, 0, NULL, 0, true, check_obs, err);
+
+	if (r < 0)
+		return r;
+	r = eos_obs_stats_read(fs->st, fs->snap, &s, &rerr);
+	if (r == -ENOENT && fs->obs_records == 0)
+		return 0;
+	if (r == -EBADMSG || r == -ENOENT)
+		eos_fsck_report(fs, "obs-count", "%s",
+				r == -ENOENT ? "observations are stored but their record 0·\"obs\" "
+					       "is missing"
+					     : rerr.msg);
+	else if (r < 0)
+		eos_fsck_read_failed(fs, NULL, "obs", &rerr);
+	else if (s.records != fs->obs_records || s.bytes != fs->obs_bytes)
+		eos_fsck_report(fs, "obs-count",
+				"the observations' record counts %llu records and %llu bytes, the "
+				"column family holds %llu and %llu",
+				(unsigned long long)s.records, (unsigned long long)s.bytes,
+				(unsigned long long)fs->obs_records,
+				(unsigned long long)fs->obs_bytes);
+	return 0;
+}
+
 static void
 fsck_release(struct eos_fsck *fs)
 {
@@ -512,7 +558,7 @@ fsck_release(struct eos_fsck *fs)
 static int
 fsck_sandboxes(struct eos_fsck *fs, struct eos_error *err)
 {
-	static const enum eos_cf unchecked[] = { EOS_CF_DEFAULT, EOS_CF_SESSION, EOS_CF_OBS };
+	static const enum eos_cf unchecked[] = { EOS_CF_DEFAULT, EOS_CF_SESSION };
 	int r;
 
 	r = check_format(fs, err);
@@ -530,7 +576,7 @@ fsck_sandboxes(struct eos_fsck *fs, struct eos_error *err)
 		r = eos_fsck_scan(fs, EOS_CF_BLAME, NULL, 0, NULL, 0, true, check_blame, err);
 	for (size_t i = 0; r == 0 && i < EOS_ARRAY_SIZE(unchecked); i++)
 		r = eos_fsck_scan(fs, unchecked[i], NULL, 0, NULL, 0, true, check_readable, err);
-	return r;
+	return r ?: fsck_obs(fs, err);
 }
 
 int

@@ -78,7 +78,11 @@ static const struct kv_cf_tuning kv_tuning[EOS_CF_COUNT] = {
 	 */
 	[EOS_CF_SESSION] = { "session", KV_LZ4, 4 * KV_MIB, .churn = true },
 	[EOS_CF_BLAME] = { "blame", KV_LZ4, 16 * KV_MIB },
-	[EOS_CF_OBS] = { "obs", KV_LZ4, 16 * KV_MIB },
+	/*
+	 * Observations (store/obs.c): small records appended in time order and trimmed from the
+	 * oldest end by range deletes. A small memtable keeps a daemon's memory flat.
+	 */
+	[EOS_CF_OBS] = { "obs", KV_LZ4, 4 * KV_MIB },
 };
 
 /*
@@ -1071,6 +1075,24 @@ void
 eos_kv_iter_next(struct eos_kv_iter *it)
 {
 	rocksdb_iter_next(it->it);
+}
+
+void
+eos_kv_iter_seek_last(struct eos_kv_iter *it)
+{
+	rocksdb_iter_seek_to_last(it->it);
+}
+
+void
+eos_kv_iter_seek_for_prev(struct eos_kv_iter *it, const void *key, size_t klen)
+{
+	rocksdb_iter_seek_for_prev(it->it, key, klen);
+}
+
+void
+eos_kv_iter_prev(struct eos_kv_iter *it)
+{
+	rocksdb_iter_prev(it->it);
 }
 
 bool

@@ -28,7 +28,7 @@ enum eos_cf {
 	EOS_CF_META,	  /* sandbox·key -> head, sandbox record, leases, format */
 	EOS_CF_SESSION,	  /* sandbox·ws·path -> session delta (fs) */
 	EOS_CF_BLAME,	  /* sandbox·path -> line ownership (publish) */
-	EOS_CF_OBS,	  /* sandbox·time·seq -> observations (supervisor) */
+	EOS_CF_OBS,	  /* 0·time·seq -> observations: spans, events, samples (store/obs.c) */
 	EOS_CF_COUNT,
 };
 
@@ -149,6 +149,10 @@ void eos_kv_iter_free(struct eos_kv_iter *it);
 void eos_kv_iter_seek(struct eos_kv_iter *it, const void *key, size_t klen);
 void eos_kv_iter_seek_first(struct eos_kv_iter *it);
 void eos_kv_iter_next(struct eos_kv_iter *it);
+/* Backwards: the last key (below the upper bound), the last key <= key, the key before. */
+void eos_kv_iter_seek_last(struct eos_kv_iter *it);
+void eos_kv_iter_seek_for_prev(struct eos_kv_iter *it, const void *key, size_t klen);
+void eos_kv_iter_prev(struct eos_kv_iter *it);
 bool eos_kv_iter_valid(const struct eos_kv_iter *it);
 /* Borrowed until the iterator moves. */
 const uint8_t *eos_kv_iter_key(const struct eos_kv_iter *it, size_t *ret_len);

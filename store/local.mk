@@ -14,7 +14,7 @@ store_libeos_store_a_SOURCES = \
 	store/changeset.h store/changeset.c store/commit.c store/commit-record.c \
 	store/import.h store/import.c store/import-pool.c store/import-tar.c \
 	store/squash.c store/gc.c store/fsck-internal.h store/fsck.c store/fsck-content.c \
-	store/fsck-damage.c store/destroy.c store/stats.c \
+	store/fsck-damage.c store/destroy.c store/stats.c store/obs.h store/obs.c store/layer-usage.c \
 	store/publish-parents.c store/session.c store/reclaim.c store/space.h store/space.c
 # RocksDB is C++: link with the C++ runtime.
 STORE_LIBS = store/libeos-store.a $(COMMON_LIBS) $(ROCKSDB_LIBS) $(ZSTD_LIBS) $(ARCHIVE_LIBS) \

@@ -157,6 +157,7 @@ commit_locked(struct eos_pub_check *c, struct eos_publish_result *ret, struct eo
 
 	r = r ?: eos_sandbox_head(p->st, p->sbx, &c->head, err);
 	r = r ?: check_all(c, err);
+	ret->phases.check_end = eos_mono_ns();
 	if (r < 0)
 		return r;
 	ret->head = c->head;
@@ -166,7 +167,9 @@ commit_locked(struct eos_pub_check *c, struct eos_publish_result *ret, struct eo
 	}
 	r = failpoint("publish.merge", err);
 	r = r ?: refresh_blame(c, err);
+	ret->phases.merge_end = eos_mono_ns();
 	r = r ?: eos_changeset_commit_locked(p->cs, c->head, commit_hook, p, &res, err);
+	ret->phases.commit_end = eos_mono_ns();
 	if (r < 0)
 		return r;
 	ret->status = res.version ? EOS_PUBLISH_PUBLISHED : EOS_PUBLISH_NO_OP;
@@ -187,6 +190,8 @@ result_init(const struct eos_publish *p, struct eos_publish_result *ret)
 	ret->base = p->base;
 	ret->staged = p->nops;
 	ret->prepare_ns = p->prepare_ns;
+	ret->phases.prepare_start = p->prepare_start;
+	ret->phases.prepare_end = p->prepare_end;
 	snprintf(ret->owner, sizeof(ret->owner), "%s", p->owner);
 }
 
@@ -197,11 +202,15 @@ commit(struct eos_publish *p, struct eos_publish_result *ret, struct eos_error *
 	int64_t t0;
 	int r;
 
+	ret->phases.lock_wait_start = eos_mono_ns();
 	pthread_mutex_lock(&p->st->write_lock);
 	t0 = eos_mono_ns();
+	ret->phases.lock_acquired = t0;
 	r = commit_locked(&c, ret, err);
 	ret->lock_ns = eos_mono_ns() - t0;
 	pthread_mutex_unlock(&p->st->write_lock);
+	ret->phases.lock_released = eos_mono_ns();
+	ret->phases.merge_ns = c.merge_ns;
 	ret->merged = c.merged;
 	if (p->blind)
 		ret->base = c.head;

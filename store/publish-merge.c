@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/digest.h"
 
 #include "store/content.h"
@@ -166,6 +167,7 @@ eos_pub_merge_file(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_er
 	const struct eos_attr *base = op->base_found ? &op->base.st.attr : &op->head.st.attr;
 	const struct eos_digest *hd = &op->head.st.content.digest;
 	struct eos_attr attr;
+	int64_t t0;
 	int r;
 
 	if (!staged)
@@ -192,5 +194,8 @@ eos_pub_merge_file(struct eos_pub_check *c, struct eos_pub_op *op, struct eos_er
 	if (op->base_found && eos_digest_eq(hd, &op->base.st.content.digest))
 		return 0; /* only the session changed the bytes */
 	op->resolved = false;
-	return merge_content(c, op, staged, err);
+	t0 = eos_mono_ns();
+	r = merge_content(c, op, staged, err);
+	c->merge_ns += eos_mono_ns() - t0;
+	return r;
 }

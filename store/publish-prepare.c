@@ -263,7 +263,9 @@ eos_pub_prepare(struct eos_publish *p, struct eos_error *err)
 	if (r < 0)
 		return r;
 	p->prepared = true;
-	p->prepare_ns = eos_mono_ns() - t0;
+	p->prepare_start = t0;
+	p->prepare_end = eos_mono_ns();
+	p->prepare_ns = p->prepare_end - t0;
 	return 0;
 }
 

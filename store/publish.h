@@ -106,6 +106,7 @@ struct eos_publish {
 	struct eos_hashmap paths; /* path -> struct eos_pub_op */
 	bool prepared, committed;
 	int64_t prepare_ns;
+	int64_t prepare_start, prepare_end; /* CLOCK_MONOTONIC, for eos_publish_phases */
 };
 
 /* --- publish.c -------------------------------------------------------------------------------- */
@@ -168,6 +169,7 @@ struct eos_pub_check {
 	struct eos_pub_conflicts conflicts;
 	struct eos_ignore *ignore;
 	uint64_t merged;
+	int64_t merge_ns; /* time in three-way text merges */
 };
 
 /* Decide op when nothing was published since the base: take it, or drop a removal of nothing. */

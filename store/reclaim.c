@@ -19,7 +19,7 @@ enum {
 };
 
 const enum eos_cf eos_sandbox_cfs[] = {
-	EOS_CF_ENTRIES, EOS_CF_LAYERS, EOS_CF_META, EOS_CF_SESSION, EOS_CF_BLAME, EOS_CF_OBS,
+	EOS_CF_ENTRIES, EOS_CF_LAYERS, EOS_CF_META, EOS_CF_SESSION, EOS_CF_BLAME,
 };
 const size_t eos_sandbox_cfs_n = EOS_ARRAY_SIZE(eos_sandbox_cfs);
 

@@ -109,6 +109,7 @@ squash_write(struct eos_squash_plan *p, struct run *run, struct eos_error *err)
 
 	if (eos_kv_batch_count(p->batch) == 0 && eos_squash_refs_empty(p->refs))
 		return 1;
+	run->res.write_start = eos_mono_ns();
 	pthread_mutex_lock(&p->st->write_lock);
 	t0 = eos_mono_ns();
 	r = plan_valid(p, err);
@@ -116,6 +117,7 @@ squash_write(struct eos_squash_plan *p, struct run *run, struct eos_error *err)
 		r = write_locked(p, run, err) ?: 1;
 	run->t.locked_ns += eos_mono_ns() - t0;
 	pthread_mutex_unlock(&p->st->write_lock);
+	run->res.write_end = eos_mono_ns();
 	return r;
 }
 
@@ -128,7 +130,11 @@ squash_once(struct run *run, unsigned attempt, struct eos_error *err)
 	int64_t t0 = eos_mono_ns();
 	int r = eos_squash_plan_make(&p, err);
 
-	run->t.plan_ns += eos_mono_ns() - t0;
+	run->res.plan_start = t0;
+	run->res.plan_end = eos_mono_ns();
+	run->res.write_start = run->res.write_end = 0;
+	run->res.attempts = attempt;
+	run->t.plan_ns += run->res.plan_end - t0;
 	run->t.attempts = attempt;
 	if (r == 0 && run->opts->after_plan)
 		run->opts->after_plan(run->opts->ctx, attempt);

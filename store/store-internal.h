@@ -52,6 +52,12 @@ struct eos_store {
 	pthread_mutex_t squash_lock;
 	struct eos_autosquash *autosquash;
 
+	/* Observations (store/obs.c): appends serialise on obs_lock, which guards obs, the
+	 * mirror of the 0·"obs" record (loaded at the first use). */
+	pthread_mutex_t obs_lock;
+	bool obs_loaded;
+	struct eos_obs_stats obs;
+
 	/* id -> number cache (protected by sbx_lock). */
 	pthread_mutex_t sbx_lock;
 	struct eos_sandbox_cache_entry *sbx_cache;
@@ -120,7 +126,7 @@ int eos_owner_lock_take(const char *dir, const struct eos_store_options *opts, i
 /* Mark the owner lock held on fd "closing": openers wait for us from now on. Best effort. */
 void eos_owner_lock_closing(int fd);
 
-/* Column families whose keys start with the be64 sandbox number. */
+/* Column families whose keys start with the be64 sandbox number (obs keys are all number 0). */
 extern const enum eos_cf eos_sandbox_cfs[];
 extern const size_t eos_sandbox_cfs_n;
 

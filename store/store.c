@@ -160,6 +160,7 @@ store_alloc(const char *dir, const struct eos_store_options *opts)
 	pthread_cond_init(&st->pin_cond, NULL);
 	pthread_mutex_init(&st->sbx_lock, NULL);
 	pthread_mutex_init(&st->squash_lock, NULL);
+	pthread_mutex_init(&st->obs_lock, NULL);
 	if (!st->dir || eos_autosquash_init(st, opts->squash_threshold) < 0) {
 		eos_store_close(st);
 		return NULL;
@@ -423,6 +424,7 @@ eos_store_close(struct eos_store *st)
 	pthread_cond_destroy(&st->pin_cond);
 	pthread_mutex_destroy(&st->sbx_lock);
 	pthread_mutex_destroy(&st->squash_lock);
+	pthread_mutex_destroy(&st->obs_lock);
 	free(st->sbx_cache);
 	free(st->damage);
 	free(st->dir);

@@ -261,8 +261,9 @@ int eos_store_sandbox_get(struct eos_store *st, const char *id, struct eos_sandb
 int eos_store_sandbox_list(struct eos_store *st, struct eos_sandbox_info **ret, size_t *ret_n,
 			   struct eos_error *err);
 /*
- * Delete the sandbox: all its entries, layers, leases, sessions, blame and observations in one
- * synced batch, dropping its chunk references (chunks reaching zero are deleted in that batch).
+ * Delete the sandbox: all its entries, layers, leases, sessions and blame in one synced batch,
+ * dropping its chunk references (chunks reaching zero are deleted in that batch). Observations
+ * naming it stay until retention drops them (eos_store_obs_append).
  */
 int eos_store_sandbox_destroy(struct eos_store *st, const char *id, struct eos_error *err);
 
@@ -287,6 +288,30 @@ int eos_store_layer_get(struct eos_store *st, const char *sandbox, uint64_t v,
 /* All retained layers, oldest first. Caller owns *ret (free()). */
 int eos_store_layer_list(struct eos_store *st, const char *sandbox, struct eos_layer_info **ret,
 			 size_t *ret_n, struct eos_error *err);
+
+/* What a retained layer holds in the store (eos_store_layer_usage). */
+struct eos_layer_usage {
+	uint64_t version;
+	uint64_t files;		/* file records it wrote (content changed or new) */
+	uint64_t logical_bytes; /* their content bytes */
+	/*
+	 * Bytes it added to the store, as stored (chunks compressed): inline content, and the
+	 * chunks and manifests no older retained layer of the sandbox references. Chunks shared
+	 * with other sandboxes count in each sandbox's layer that first uses them.
+	 */
+	uint64_t stored_bytes;
+	uint64_t
+		shared_bytes; /* stored bytes of chunks it references that an older layer brought */
+	bool stored_known;    /* false: the read budget ran out before this layer */
+};
+
+/*
+ * Per retained layer of sandbox (oldest first, one entry per eos_store_layer_list() layer), from
+ * one scan of the sandbox's entries and a read of the chunks and manifests they name, at most
+ * max_read bytes of them (0: 256 MiB); past that, stored_known is false. Caller owns *ret.
+ */
+int eos_store_layer_usage(struct eos_store *st, const char *sandbox, uint64_t max_read,
+			  struct eos_layer_usage **ret, size_t *ret_n, struct eos_error *err);
 
 /* --- leases ----------------------------------------------------------------------------------- */
 
@@ -765,6 +790,23 @@ struct eos_conflict {
 	char *message; /* one line naming the path and what happened on each side */
 };
 
+/*
+ * When each phase of a publish began and ended, on CLOCK_MONOTONIC (ns; 0: the phase did not
+ * run), so that a caller can trace a publish without the store knowing of tracing.
+ */
+struct eos_publish_phases {
+	/* the session's delta staged into the publish (eos_view_publish*() in fs/ fills these) */
+	int64_t capture_start, capture_end;
+	int64_t prepare_start, prepare_end; /* content written, line owners computed: no lock */
+	int64_t lock_wait_start;	    /* commit: waiting for the writer lock from here */
+	int64_t lock_acquired;
+	int64_t check_end;     /* every path decided against the head, text merges included */
+	int64_t merge_end;     /* line owners of what merges changed recomputed (0: rejected) */
+	int64_t commit_end;    /* the batch written (0: rejected, nothing to write) */
+	int64_t lock_released; /* the end of the commit */
+	int64_t merge_ns;      /* of the check's time, what the three-way text merges took */
+};
+
 struct eos_publish_result {
 	enum eos_publish_status status;
 	uint64_t base;	  /* the version the changes were made against */
@@ -775,7 +817,8 @@ struct eos_publish_result {
 	uint64_t merged;			    /* paths three-way merged with the head */
 	uint64_t staged;			    /* paths staged */
 	int64_t prepare_ns, lock_ns, total_ns;	    /* lock_ns: time under the writer lock */
-	struct eos_conflict *conflicts;		    /* REJECTED: every conflict, by path */
+	struct eos_publish_phases phases;
+	struct eos_conflict *conflicts; /* REJECTED: every conflict, by path */
 	size_t nconflicts;
 	/*
 	 * Paths of the session left out of the publish (sockets: runtime objects the store does
@@ -878,6 +921,12 @@ struct eos_squash_result {
 	uint64_t entries_removed;
 	uint64_t chunks_freed;
 	uint64_t bytes_freed; /* stored (compressed) bytes of freed chunks */
+	/*
+	 * When the last plan was made and its batch written, on CLOCK_MONOTONIC (ns): the write
+	 * from waiting for the writer lock to releasing it (0 when there was nothing to write).
+	 */
+	int64_t plan_start, plan_end, write_start, write_end;
+	unsigned attempts; /* plans made (more than 1 when leases moved under one) */
 };
 
 /*
@@ -945,3 +994,105 @@ struct eos_store_stats {
 
 /* Counts by scanning (chunks, entries) and RocksDB properties (disk). Flushes memtables first. */
 int eos_store_stats(struct eos_store *st, struct eos_store_stats *ret, struct eos_error *err);
+
+/* --- observations: spans, events and samples (store/obs.c, doc/observability.md) -------------- */
+
+/*
+ * The store keeps what its owner observes of itself — spans of operations, domain events and
+ * resource samples — in the obs column family, in the order they were recorded, with a bounded
+ * retention: eos_store_obs_append() writes a batch of records and, when the bounds are passed,
+ * deletes the oldest ones in the same call. Records outlive their sandbox (a destroy keeps the
+ * records of its own trace). Writes are not synced: a crash of the process loses nothing
+ * written, a power loss may lose the last seconds. Threads: appends serialise on their own lock
+ * (never the writer lock); scans run beside them on a consistent view.
+ */
+
+enum eos_obs_type {
+	EOS_OBS_SPAN = 1,   /* an operation or a phase of one: start, duration, status */
+	EOS_OBS_EVENT = 2,  /* a domain event ("layer.published"): a moment */
+	EOS_OBS_SAMPLE = 3, /* a resource sample of a cgroup */
+};
+
+/* A span's outcome; values are stored: never renumber. */
+enum eos_obs_status {
+	EOS_OBS_STATUS_NONE = 0, /* events and samples */
+	EOS_OBS_COMPLETED = 1,
+	EOS_OBS_ERROR = 2,
+	EOS_OBS_CANCELLED = 3,
+	EOS_OBS_TIMED_OUT = 4,
+};
+/* "completed", "error", "cancelled", "timed_out" (NULL for NONE or an unknown value). */
+const char *eos_obs_status_name(enum eos_obs_status s);
+
+enum {
+	EOS_OBS_TRACE_ID_LEN = 16, /* bytes of a trace id */
+	EOS_OBS_NAME_MAX = 128,	   /* bytes of a record's name */
+	EOS_OBS_ATTRS_MAX = 65536, /* bytes of a record's attributes */
+	EOS_OBS_DEFAULT_RECORDS = 200000,
+	EOS_OBS_DEFAULT_BYTES = 64 << 20,
+};
+
+/* Where a record sits in the column family: its key. Keys only grow (eos_store_obs_append). */
+struct eos_obs_pos {
+	uint64_t time; /* ns since the epoch when it was recorded (never going back) */
+	uint64_t seq;  /* tells apart the records of one ns */
+};
+
+/* One record. Strings are NUL-terminated; "" means none. */
+struct eos_obs_record {
+	struct eos_obs_pos pos;
+	enum eos_obs_type type;
+	enum eos_obs_status status; /* spans */
+	int64_t start_ns;    /* spans: when it began; events, samples: when (ns since epoch) */
+	int64_t duration_ns; /* spans; else 0 */
+	uint8_t trace_id[EOS_OBS_TRACE_ID_LEN]; /* all zero: none */
+	uint64_t span_id;			/* spans: its id; events: the span it happened in */
+	uint64_t parent_id;			/* spans: the parent span, 0 for a trace's root */
+	const char *name;			/* "layerstack.publish", "layer.published" */
+	const char *sandbox;
+	const char *session;
+	const char *attrs; /* a JSON object's text, or "" */
+};
+
+/* Retention: the oldest records go when either bound is passed (0: the default). */
+struct eos_obs_limits {
+	uint64_t max_records;
+	uint64_t max_bytes; /* keys and values */
+};
+
+/* What the column family holds. */
+struct eos_obs_stats {
+	uint64_t records, bytes;
+	struct eos_obs_pos first, last; /* all zero when empty */
+	uint64_t trimmed; /* records deleted by retention since the store was created */
+};
+
+/*
+ * Append n records (their positions strictly above every record's already written, and
+ * increasing), then, when the records or bytes pass a bound of lim (NULL: the defaults), delete
+ * the oldest records until both are at most 15/16 of their bound (so that a trim happens once
+ * per sixteenth of the bound, not at every append). -EINVAL naming the record for a position
+ * that does not grow or a field too long; nothing is written then. Not synced.
+ */
+int eos_store_obs_append(struct eos_store *st, const struct eos_obs_record *recs, size_t n,
+			 const struct eos_obs_limits *lim, struct eos_error *err);
+
+/* The counts, sizes and ends of the records (from a record kept beside them: no scan). */
+int eos_store_obs_stats(struct eos_store *st, struct eos_obs_stats *ret, struct eos_error *err);
+
+/* Called per record of a scan, borrowed for the call; a non-zero return stops the scan. */
+typedef int (*eos_obs_fn)(void *ctx, const struct eos_obs_record *r);
+
+struct eos_obs_query {
+	struct eos_obs_pos from; /* the first position (inclusive); zero: the oldest */
+	struct eos_obs_pos to;	 /* the end (exclusive); zero: the newest */
+	bool reverse;		 /* newest first */
+	unsigned types;		 /* (1 << EOS_OBS_SPAN) | …; 0: every type */
+};
+
+/*
+ * Call fn for every record of q's range and types, in order. Returns 0, fn's non-zero return,
+ * or -errno; a record that does not decode fails the scan with -EBADMSG naming its position.
+ */
+int eos_store_obs_scan(struct eos_store *st, const struct eos_obs_query *q, eos_obs_fn fn,
+		       void *ctx, struct eos_error *err);

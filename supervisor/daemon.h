@@ -31,6 +31,9 @@
 struct eosd_sessions; /* supervisor/session.c */
 struct eosd_auth;     /* supervisor/auth.c */
 struct eosd_stream;   /* supervisor/stream.h */
+struct eosd_obs;      /* supervisor/obs.h */
+struct eosd_cgroups;  /* supervisor/cgroup.h */
+struct eosd_gateway;  /* supervisor/gateway.h */
 
 struct eosd {
 	struct eos_store *store; /* owned by the daemon for its whole life */
@@ -41,6 +44,13 @@ struct eosd {
 	struct eosd_auth *auth;
 	int64_t started_ns;    /* CLOCK_MONOTONIC at start */
 	_Atomic bool stopping; /* SIGTERM seen: admit nothing new */
+	/* telemetry (NULL: turned off): spans, events, samples (supervisor/obs.h) */
+	struct eosd_obs *obs;
+	/* the sessions' cgroups and their sampler (supervisor/cgroup.h); NULL in some tests */
+	struct eosd_cgroups *cgroups;
+	/* the gateway while it runs (eosd_stream_wake()), else NULL */
+	struct eosd_gateway *gateway;
+	_Atomic uint64_t requests; /* requests whose handler ran (served, failed or refused) */
 };
 
 /* Who is calling: the scope of the token that authenticated the request. */

@@ -16,6 +16,7 @@
 #include "common/json.h"
 
 #include "supervisor/files.h"
+#include "supervisor/obs.h"
 #include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
 
@@ -161,6 +162,7 @@ eosd_head_write(struct eosd *d, struct eosd_call *c, const char *path, const str
 	r = r ?: eos_publish_stage_parents(p, path, &f.attr, err);
 	r = r ?: eos_publish_put_file(p, path, &f, err);
 	r = r ?: eos_publish_commit(p, &res, err);
+	eosd_obs_publish(d->obs, c->sandbox_id, NULL, &res, r, err);
 	if (r == 0 && res.status == EOS_PUBLISH_REJECTED)
 		r = eos_error_set(err, -ESTALE,
 				  "path '%s': changed at the head meanwhile and the edit does not "

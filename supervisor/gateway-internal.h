@@ -42,10 +42,13 @@ struct eosd_job {
 	struct eosd_auth_scope scope;
 	struct eosd_caller caller;
 	struct eosd_call call;
-	struct eosd_stream stream; /* call.stream points here once the handler starts */
-	bool wants_stream;	   /* asked for events (set on the loop before queueing) */
-	int status;		   /* the reply, set by the worker before it finishes */
-	char *reply;		   /* JSON text */
+	struct eosd_stream stream;	/* call.stream points here once the handler starts */
+	bool wants_stream;		/* asked for events (set on the loop before queueing) */
+	int64_t start_wall, start_mono; /* when the loop took it (its root span starts there) */
+	int status;			/* the reply, set by the worker before it finishes */
+	char *reply;			/* JSON text */
+	struct eosd_stream_source keep; /* kept open after the handler (eosd_stream_keep) */
+	bool kept;
 	/* protected by gw->done_lock */
 	struct eos_buf events; /* event text queued by the worker, not yet taken by the loop */
 	bool opened;	       /* the handler started with a stream: begin the reply */
@@ -57,6 +60,7 @@ struct eosd_job {
 	bool saw_open, saw_finish;   /* opened, finished as last taken */
 	bool started;		     /* the stream's 200 and headers are written */
 	struct eosd_job *taken_next; /* in the list the loop took */
+	struct eosd_job *kept_next;  /* on gw->kept */
 };
 
 /* A connection handed to evhttp (gateway.c: the connection cap and the request deadline). */
@@ -70,7 +74,10 @@ struct eosd_gateway {
 	struct event_base *base;
 	struct evhttp *http;
 	struct eosd_pool *pool;
-	struct event *done_ev; /* jobs finished: reply (event_active from workers) */
+	struct event *done_ev;	 /* jobs finished: reply (event_active from workers) */
+	struct event *kept_ev;	 /* kept streams have news (eosd_stream_wake) */
+	struct event *sample_ev; /* the cgroup sampler's timer: added only while it samples */
+	struct eosd_job *kept;	 /* streams kept open after their handler; loop thread only */
 	struct event *sig_term, *sig_int;
 	struct event *drain_ev, *sweep_ev;
 	struct evhttp_bound_socket *bound[2];
@@ -96,8 +103,11 @@ void eosd_gateway_send_text(struct evhttp_request *req, int status, const char *
 void eosd_gateway_send_error(struct evhttp_request *req, int kind, const char *message);
 void eosd_gateway_send_errorf(struct evhttp_request *req, int kind, const char *fmt, ...)
 	EOS_PRINTF(3, 4);
-/* {"error":{"kind","message","details"?}} as text, steals details. NULL on OOM. */
-char *eosd_gateway_error_text(int kind, const char *message, json_t *details);
+/*
+ * {"error":{"kind","message","details"?,"trace_id"?}} as text (trace_id NULL or "": none), steals
+ * details. NULL on OOM.
+ */
+char *eosd_gateway_error_text(int kind, const char *message, json_t *details, const char *trace_id);
 /* A job refused before it was queued (the loop thread; the reply is written). */
 void eosd_gateway_job_free(struct eosd_job *j);
 /* gateway-reply.c: on the worker */
@@ -107,6 +117,18 @@ void eosd_gateway_job_open(struct eosd_job *j);
 void eosd_gateway_job_finish(struct eosd_job *j);
 /* gateway-reply.c: on the loop */
 void eosd_gateway_done_cb(evutil_socket_t fd, short what, void *arg);
+/* gateway-kept.c: kept streams (supervisor/stream.h), on the loop */
+void eosd_gateway_kept_cb(evutil_socket_t fd, short what, void *arg);
+/* The handler of finished job j kept its stream: keep it (or end it if its client is gone). */
+void eosd_gateway_kept_add(struct eosd_gateway *gw, struct eosd_job *j);
+/* End every kept stream (eosd stops), each with its source closed. */
+void eosd_gateway_kept_end_all(struct eosd_gateway *gw);
+/* The loop is gone: close the sources of streams still kept and free their jobs. */
+void eosd_gateway_kept_drop_all(struct eosd_gateway *gw);
+/* gateway-reply.c: SSE text "event: NAME\ndata: TEXT\n\n" appended to b. */
+int eosd_gateway_event_format(struct eos_buf *b, const char *name, const char *text);
+/* gateway-reply.c: write len bytes of a started stream (cuts a client too far behind). */
+void eosd_gateway_stream_chunk(struct eosd_job *j, const void *p, size_t len);
 /* Write what the workers handed back: events and replies (loop thread, or after it stopped). */
 void eosd_gateway_flush_done(struct eosd_gateway *gw);
 /* One admitted request is settled: its reply written, or its client gone. */

@@ -52,7 +52,7 @@ eosd_gateway_send_text(struct evhttp_request *req, int status, const char *text)
 }
 
 char *
-eosd_gateway_error_text(int kind, const char *message, json_t *details)
+eosd_gateway_error_text(int kind, const char *message, json_t *details, const char *trace_id)
 {
 	EOS_CLEANUP(json_decrefp)
 	json_t *e = json_pack("{s:s, s:s}", "kind", eos_errkind_name(kind), "message", message);
@@ -64,6 +64,8 @@ eosd_gateway_error_text(int kind, const char *message, json_t *details)
 	}
 	if (details && eos_json_set(e, "details", details) < 0)
 		return NULL;
+	if (trace_id && *trace_id && eos_json_set(e, "trace_id", json_string(trace_id)) < 0)
+		return NULL;
 	root = json_pack("{s:O}", "error", e);
 	return root ? json_dumps(root, JSON_COMPACT) : NULL;
 }
@@ -71,7 +73,7 @@ eosd_gateway_error_text(int kind, const char *message, json_t *details)
 void
 eosd_gateway_send_error(struct evhttp_request *req, int kind, const char *message)
 {
-	cleanup_free char *text = eosd_gateway_error_text(kind, message, NULL);
+	cleanup_free char *text = eosd_gateway_error_text(kind, message, NULL, NULL);
 
 	eosd_gateway_send_text(req, text ? eos_errkind_http_status(kind) : 503,
 			       text ? text : oom_text);
@@ -145,8 +147,8 @@ eosd_gateway_job_finish(struct eosd_job *j)
 }
 
 /* Append "event: NAME\ndata: TEXT\n\n" to b; b is unchanged on failure. */
-static int
-event_format(struct eos_buf *b, const char *name, const char *text)
+int
+eosd_gateway_event_format(struct eos_buf *b, const char *name, const char *text)
 {
 	size_t len = b->len;
 
@@ -186,7 +188,7 @@ eosd_stream_send(struct eosd_stream *s, const char *name, json_t *data)
 	pthread_mutex_lock(&gw->done_lock);
 	if (s->job->events.len > EOSD_STREAM_QUEUE_MAX)
 		r = -ENOBUFS;
-	else if ((r = event_format(&s->job->events, name, text)) == 0)
+	else if ((r = eosd_gateway_event_format(&s->job->events, name, text)) == 0)
 		post_locked(s->job);
 	pthread_mutex_unlock(&gw->done_lock);
 	if (r == 0)
@@ -216,6 +218,16 @@ bool
 eosd_stream_wanted(const struct eosd_stream *s)
 {
 	return s != NULL;
+}
+
+int
+eosd_stream_keep(struct eosd_stream *s, const struct eosd_stream_source *src)
+{
+	if (!s)
+		return -ENOTCONN;
+	s->job->keep = *src;
+	s->job->kept = true;
+	return 0;
 }
 
 /* --- on the loop: settling -------------------------------------------------------------------- */
@@ -274,8 +286,8 @@ stream_start(struct eosd_job *j)
  * Write len bytes of events. A client that has more than EOSD_STREAM_BACKLOG_MAX bytes unread
  * is cut off (its socket shut down: evhttp then fails the connection and detaches the request).
  */
-static void
-stream_chunk(struct eosd_job *j, const void *p, size_t len)
+void
+eosd_gateway_stream_chunk(struct eosd_job *j, const void *p, size_t len)
 {
 	struct evhttp_connection *c = evhttp_request_get_connection(j->req);
 	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
@@ -308,8 +320,9 @@ stream_end(struct eosd_job *j)
 	struct eos_buf b;
 
 	eos_buf_init(&b);
-	if (event_format(&b, ok ? "result" : "error", j->reply ? j->reply : oom_text) == 0)
-		stream_chunk(j, b.data, b.len);
+	if (eosd_gateway_event_format(&b, ok ? "result" : "error",
+				      j->reply ? j->reply : oom_text) == 0)
+		eosd_gateway_stream_chunk(j, b.data, b.len);
 	eos_buf_release(&b);
 	evhttp_send_reply_end(j->req);
 }
@@ -367,10 +380,14 @@ eosd_gateway_flush_done(struct eosd_gateway *gw)
 		if (j->saw_open && !j->started)
 			stream_start(j);
 		if (j->started)
-			stream_chunk(j, j->out.data, j->out.len);
+			eosd_gateway_stream_chunk(j, j->out.data, j->out.len);
 		eos_buf_truncate(&j->out, 0);
 		if (!j->saw_finish)
 			continue;
+		if (j->kept) {
+			eosd_gateway_kept_add(gw, j);
+			continue;
+		}
 		job_reply(gw, j);
 		eosd_gateway_job_free(j);
 	}

@@ -11,18 +11,21 @@
 #include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/errkind.h"
 #include "common/failpoint.h"
 #include "common/json.h"
 #include "common/log.h"
 
 #include "supervisor/gateway-internal.h"
+#include "supervisor/obs.h"
 #include "supervisor/ops.h"
 
 /* --- the envelope (on the worker) ----------------------------------------------------------- */
@@ -83,6 +86,37 @@ refuse(struct eosd_job *j, int kind, int code)
 }
 
 /*
+ * sandbox_id for an operation that takes one: required (needs_sandbox) or optional; a token
+ * limited to one sandbox gets that one when none is named and is refused another.
+ */
+static int
+check_sandbox(struct eosd_job *j, const char **sb, struct eos_error *err)
+{
+	const struct eos_op *op = j->call.op;
+
+	if (!op->needs_sandbox && !op->sandbox_optional) {
+		*sb = NULL;
+		return 0;
+	}
+	if (op->needs_sandbox && !*sb)
+		return refuse(j, EOS_ERRKIND_INVALID_REQUEST,
+			      eos_error_set(err, -EINVAL, "%s: argument 'sandbox_id': required",
+					    op->name));
+	if (*sb && eos_sandbox_id_check(*sb, err) < 0)
+		return refuse(
+			j, EOS_ERRKIND_INVALID_REQUEST,
+			eos_error_prefix(err, -EINVAL, "%s: argument 'sandbox_id'", op->name));
+	if (j->scope.limited && !*sb)
+		*sb = j->scope.sandbox;
+	if (j->scope.limited && strcmp(*sb, j->scope.sandbox) != 0)
+		return refuse(j, EOS_ERRKIND_FORBIDDEN,
+			      eos_error_set(err, -EPERM,
+					    "this token is limited to sandbox '%s', not '%s'",
+					    j->scope.sandbox, *sb));
+	return 0;
+}
+
+/*
  * On the worker, before the handler: parse the envelope, validate the arguments against the
  * operation and check sandbox_id and the token's sandbox, filling j->call. A negative errno
  * with j->call.kind and err set otherwise.
@@ -93,60 +127,84 @@ job_prepare(struct eosd_job *j, struct eos_error *err)
 	const struct eos_op *op = j->call.op;
 	json_t *args;
 	const char *sb;
+	int r;
 
 	if (!(j->body = parse_body(j->in, err)))
 		return refuse(j, EOS_ERRKIND_INVALID_REQUEST, -EINVAL);
 	args = json_object_get(j->body, "args");
 	sb = body_string(j->body, "sandbox_id");
+	j->call.request_id = body_string(j->body, "request_id");
 	if (!json_is_object(args) &&
 	    (!(args = json_object()) || eos_json_set(j->body, "args", args) < 0))
 		return -ENOMEM;
 	if (eos_catalog_validate(op, args, err) < 0)
 		return refuse(j, EOS_ERRKIND_INVALID_REQUEST, -EINVAL);
-	if (op->needs_sandbox && (!sb || eos_sandbox_id_check(sb, err) < 0))
-		return refuse(
-			j, EOS_ERRKIND_INVALID_REQUEST,
-			sb ? eos_error_prefix(err, -EINVAL, "%s: argument 'sandbox_id'", op->name)
-			   : eos_error_set(err, -EINVAL, "%s: argument 'sandbox_id': required",
-					   op->name));
-	if (op->needs_sandbox && j->scope.limited && strcmp(sb, j->scope.sandbox) != 0)
-		return refuse(j, EOS_ERRKIND_FORBIDDEN,
-			      eos_error_set(err, -EPERM,
-					    "this token is limited to sandbox '%s', not '%s'",
-					    j->scope.sandbox, sb));
+	if ((r = check_sandbox(j, &sb, err)) < 0)
+		return r;
 	j->call.args = args;
-	j->call.sandbox_id = op->needs_sandbox ? sb : NULL;
-	j->call.request_id = body_string(j->body, "request_id");
+	j->call.sandbox_id = sb;
 	return 0;
 }
 
 /* --- the worker side -------------------------------------------------------------------------- */
 
-/* The handler's result as the reply's status and text. */
+/* The handler's result as the reply's status and text, with the request's trace id. */
 static void
 job_result(struct eosd_job *j, int r, json_t *out, const struct eos_error *err)
 {
+	char trace[EOSD_OBS_TRACE_HEX];
 	int kind;
 
+	eosd_obs_trace_hex(trace);
 	if (r >= 0) {
 		j->status = 200;
-		j->reply = out ? json_dumps(out, JSON_COMPACT) : strdup("{}");
+		if (!out)
+			out = json_object();
+		/* the trace operation's own trace_id names the trace it shows: kept */
+		if (out && json_is_object(out) && trace[0] && !json_object_get(out, "trace_id"))
+			eos_json_set(out, "trace_id", json_string(trace));
+		j->reply = out ? json_dumps(out, JSON_COMPACT) : NULL;
+		json_decref(out);
 		return;
 	}
+	json_decref(out);
 	kind = j->call.kind >= 0 ? j->call.kind : (int)eos_errkind_of(r);
 	j->status = eos_errkind_http_status(kind);
-	j->reply = eosd_gateway_error_text(kind, eos_error_message(err, r), j->call.details);
+	j->reply = eosd_gateway_error_text(kind, eos_error_message(err, r), j->call.details, trace);
 	j->call.details = NULL;
+}
+
+/* The root span's attributes: what was asked, by whom, and how it ended. */
+static void
+root_attrs(struct eosd_span *root, const struct eosd_job *j, int r)
+{
+	eosd_span_set_sandbox(root, j->call.sandbox_id);
+	eosd_span_attr_str(root, "operation", j->call.op->name);
+	eosd_span_attr_str(root, "surface", eos_surface_name(j->call.op->surface));
+	eosd_span_attr_str(root, "request_id", j->call.request_id);
+	eosd_span_attr_str(root, "token_id", j->caller.token_id);
+	eosd_span_attr_int(root, "http_status", j->status);
+	if (r < 0)
+		eosd_span_attr_str(root, "kind",
+				   eos_errkind_name(j->call.kind >= 0 ? j->call.kind
+								      : (int)eos_errkind_of(r)));
+	if (j->kept)
+		eosd_span_attr(root, "streaming", json_true());
 }
 
 static void
 job_run(void *arg)
 {
 	struct eosd_job *j = arg;
+	struct eosd *d = j->gw->d;
 	struct eos_error err = { 0 };
+	struct eosd_span root;
 	json_t *out = NULL;
-	int r = job_prepare(j, &err);
+	int r;
 
+	eosd_span_begin_root(d->obs, &root, "daemon.dispatch", j->start_wall, j->start_mono);
+	eosd_span_attr_int(&root, "queued_us", (eos_mono_ns() - j->start_mono) / 1000);
+	r = job_prepare(j, &err);
 	if (r >= 0) {
 		eosd_gateway_job_open(j);
 		/* tests: hold a request in flight (wait:PATH), its stream open */
@@ -154,9 +212,11 @@ job_run(void *arg)
 			eos_error_set(&err, r, "%s: failpoint 'gateway.handler'", j->call.op->name);
 	}
 	if (r >= 0)
-		r = j->fn(j->gw->d, &j->call, &out, &err);
+		r = j->fn(d, &j->call, &out, &err);
 	job_result(j, r, out, &err);
-	json_decref(out);
+	root_attrs(&root, j, r);
+	eosd_span_end(&root, r, &err);
+	atomic_fetch_add(&d->requests, 1);
 	eosd_gateway_job_finish(j);
 }
 
@@ -234,6 +294,8 @@ job_new(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_op
 	}
 	j->gw = gw;
 	j->req = req;
+	j->start_wall = eos_wall_ns();
+	j->start_mono = eos_mono_ns();
 	j->fn = eosd_ops_handler(op);
 	j->call = (struct eosd_call){ .op = op, .caller = &j->caller, .kind = -1 };
 	if (eosd_auth_check(gw->d->auth, auth, op, NULL, &j->scope, &kind, &err) < 0) {

@@ -19,7 +19,9 @@
 #include "common/clock.h"
 #include "common/log.h"
 
+#include "supervisor/cgroup.h"
 #include "supervisor/gateway-internal.h"
+#include "supervisor/obs.h"
 
 enum {
 	LISTEN_BACKLOG = 128,
@@ -353,10 +355,50 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	eos_log_info("%s: stopping (%zu requests in flight)", strsignal((int)sig), gw->in_flight);
 	gw->d->stopping = true;
+	eosd_gateway_kept_end_all(gw); /* followers: their streams end now, not at the drain */
 	if (gw->in_flight == 0)
 		event_base_loopexit(gw->base, NULL);
 	else
 		event_add(gw->drain_ev, &tv);
+}
+
+/* --- telemetry and samples ------------------------------------------------------------------- */
+
+/* A follower has news (supervisor/obs.h notify): wake the loop for the kept streams. */
+static void
+wake_streams(void *d)
+{
+	eosd_stream_wake(d);
+}
+
+static void
+sample_job(void *cg)
+{
+	eosd_cgroups_sample(cg);
+}
+
+/* The sampler's tick (loop): the round runs on a worker, never on the loop. */
+static void
+sample_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct eosd_gateway *gw = arg;
+
+	(void)fd, (void)what;
+	(void)eosd_pool_submit(gw->pool, sample_job, gw->d->cgroups);
+}
+
+/* eosd_cgroups_set_timer(): from any thread (libevent is thread-safe here). */
+static void
+sample_timer(void *ctx, unsigned interval_ms)
+{
+	struct eosd_gateway *gw = ctx;
+	struct timeval tv = { .tv_sec = interval_ms / 1000,
+			      .tv_usec = (suseconds_t)(interval_ms % 1000) * 1000 };
+
+	if (interval_ms)
+		event_add(gw->sample_ev, &tv);
+	else
+		event_del(gw->sample_ev);
 }
 
 /* --- setup ------------------------------------------------------------------------------------ */
@@ -375,12 +417,15 @@ loop_new(struct eosd_gateway *gw, struct eos_error *err)
 	evhttp_set_gencb(gw->http, eosd_gateway_request_cb, gw);
 	evhttp_set_bevcb(gw->http, new_conn_cb, gw);
 	gw->done_ev = event_new(gw->base, -1, EV_PERSIST, eosd_gateway_done_cb, gw);
+	gw->kept_ev = event_new(gw->base, -1, EV_PERSIST, eosd_gateway_kept_cb, gw);
+	gw->sample_ev = event_new(gw->base, -1, EV_PERSIST, sample_cb, gw);
 	gw->sig_term = evsignal_new(gw->base, SIGTERM, signal_cb, gw);
 	gw->sig_int = evsignal_new(gw->base, SIGINT, signal_cb, gw);
 	gw->drain_ev = evtimer_new(gw->base, drain_timeout_cb, gw);
 	gw->sweep_ev = event_new(gw->base, -1, EV_PERSIST, sweep_cb, gw);
-	if (!gw->done_ev || !gw->sig_term || !gw->sig_int || !gw->drain_ev || !gw->sweep_ev ||
-	    event_add(gw->done_ev, NULL) < 0 || event_add(gw->sig_term, NULL) < 0 ||
+	if (!gw->done_ev || !gw->kept_ev || !gw->sample_ev || !gw->sig_term || !gw->sig_int ||
+	    !gw->drain_ev || !gw->sweep_ev || event_add(gw->done_ev, NULL) < 0 ||
+	    event_add(gw->kept_ev, NULL) < 0 || event_add(gw->sig_term, NULL) < 0 ||
 	    event_add(gw->sig_int, NULL) < 0 ||
 	    event_add(gw->sweep_ev, &(struct timeval){ .tv_sec = SWEEP_S }) < 0)
 		return eos_error_set(err, -ENOMEM, "gateway: cannot set up the loop's events");
@@ -452,6 +497,11 @@ eosd_gateway_new(struct eosd *d, const struct eosd_gateway_options *opts, struct
 		r = listen_all(gw, opts, err);
 	if (r < 0)
 		return r;
+	/* telemetry is written by jobs on the pool; its followers wake the loop */
+	d->gateway = gw;
+	eosd_obs_attach(d->obs, gw->pool);
+	eosd_obs_set_notify(d->obs, wake_streams, d);
+	eosd_cgroups_set_timer(d->cgroups, sample_timer, gw);
 	*ret = TAKE_PTR(gw);
 	return 0;
 }
@@ -483,13 +533,21 @@ eosd_gateway_free(struct eosd_gateway *gw)
 {
 	if (!gw)
 		return;
+	eosd_cgroups_set_timer(gw->d->cgroups, NULL, NULL);
+	eosd_obs_set_notify(gw->d->obs, NULL, NULL);
+	eosd_obs_attach(gw->d->obs,
+			NULL);	  /* queued flush jobs still run: the pool runs its queue */
 	eosd_pool_free(gw->pool); /* waits for the running handlers */
+	gw->d->gateway = NULL;
 	eosd_gateway_flush_done(gw);
+	eosd_gateway_kept_drop_all(gw);
 	if (gw->http)
 		evhttp_free(gw->http);
 	for (size_t i = 0; i < gw->nconns; i++)
 		bufferevent_decref(gw->conns[i].bev);
 	event_freep(&gw->done_ev);
+	event_freep(&gw->kept_ev);
+	event_freep(&gw->sample_ev);
 	event_freep(&gw->sig_term);
 	event_freep(&gw->sig_int);
 	event_freep(&gw->drain_ev);

@@ -8,7 +8,12 @@ supervisor_libeosd_a_SOURCES = supervisor/daemon.h \
 	supervisor/gateway.h supervisor/gateway-internal.h supervisor/gateway.c \
 	supervisor/gateway-request.c supervisor/gateway-reply.c supervisor/stream.h \
 	supervisor/ops.h supervisor/ops.c supervisor/sandbox-ops.c \
-	supervisor/runfiles.h supervisor/runfiles.c
+	supervisor/runfiles.h supervisor/runfiles.c \
+	supervisor/gateway-kept.c \
+	supervisor/obs.h supervisor/obs-internal.h supervisor/obs.c supervisor/obs-follow.c \
+	supervisor/obs-ops.c supervisor/obs-snapshot.c supervisor/obs-layers.c supervisor/obs-record.c \
+	supervisor/cgroup.h supervisor/cgroup-internal.h supervisor/cgroup.c \
+	supervisor/cgroup-detect.c supervisor/cgroup-ops.c
 EOSD_LIBS = supervisor/libeosd.a $(FS_LIBS) $(EVENT_LIBS) $(SECCOMP_LIBS)
 include supervisor/session.mk
 include supervisor/holder/holder.mk

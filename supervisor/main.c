@@ -23,7 +23,9 @@
 #include "common/statedir.h"
 
 #include "supervisor/auth.h"
+#include "supervisor/cgroup.h"
 #include "supervisor/gateway.h"
+#include "supervisor/obs.h"
 #include "supervisor/runfiles.h"
 #include "supervisor/session.h"
 
@@ -32,6 +34,8 @@ struct args {
 	const char *unix_path; /* --listen unix:PATH */
 	const char *tcp;       /* --listen tcp:HOST:PORT */
 	bool foreground, listen_any;
+	bool no_obs;		     /* --no-obs, or EOS_OBS=0|off */
+	struct eosd_obs_options obs; /* --obs-max-records, --obs-max-bytes (or the env) */
 };
 
 static const char usage_text[] =
@@ -50,6 +54,11 @@ static const char usage_text[] =
 	"  --listen tcp:HOST:PORT  also listen on TCP (loopback only unless --listen-any;\n"
 	"                      an IPv6 HOST in brackets: tcp:[::1]:PORT)\n"
 	"  --listen-any        allow a non-loopback TCP address\n"
+	"  --obs-max-records N keep at most N telemetry records (default: $EOS_OBS_MAX_RECORDS,\n"
+	"                      else 200000)\n"
+	"  --obs-max-bytes N   keep at most N bytes of them (default: $EOS_OBS_MAX_BYTES, else\n"
+	"                      64 MiB; suffixes K, M, G)\n"
+	"  --no-obs            record no telemetry (also EOS_OBS=0)\n"
 	"  --version           print the version\n"
 	"  --help              print this help\n";
 
@@ -80,6 +89,48 @@ parse_listen(struct args *a, const char *spec)
 	return 0;
 }
 
+/* A count or a size ("64M"): 1 to 2^50; 0 when v is not one. */
+static uint64_t
+parse_size(const char *v)
+{
+	char *end = NULL;
+	unsigned long long n;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno || end == v || v[0] == '-')
+		return 0;
+	if (*end == 'K' || *end == 'k')
+		n <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		n <<= 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		n <<= 30, end++;
+	return *end || n == 0 || n > (1ULL << 50) ? 0 : n;
+}
+
+static int
+set_size(uint64_t *out, const char *what, const char *v)
+{
+	*out = parse_size(v);
+	return *out ? 0 : usage("%s '%s': expected a number from 1 (K, M, G allowed)", what, v);
+}
+
+/* Telemetry's settings from the environment; options given later override them. */
+static int
+obs_from_env(struct args *a)
+{
+	const char *off = getenv("EOS_OBS"), *recs = getenv("EOS_OBS_MAX_RECORDS");
+	const char *bytes = getenv("EOS_OBS_MAX_BYTES");
+
+	a->no_obs = off && (!strcmp(off, "0") || !strcmp(off, "off") || !strcmp(off, "no"));
+	if (recs && *recs && set_size(&a->obs.limits.max_records, "EOS_OBS_MAX_RECORDS", recs))
+		return 2;
+	if (bytes && *bytes && set_size(&a->obs.limits.max_bytes, "EOS_OBS_MAX_BYTES", bytes))
+		return 2;
+	return 0;
+}
+
 /* 0 to run, 1 when done (--help, --version), 2 for a usage error. */
 static int
 parse_args(int argc, char **argv, struct args *a)
@@ -89,14 +140,30 @@ parse_args(int argc, char **argv, struct args *a)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "listen-any", no_argument, NULL, 'a' },
+		{ "obs-max-records", required_argument, NULL, 'R' },
+		{ "obs-max-bytes", required_argument, NULL, 'B' },
+		{ "no-obs", no_argument, NULL, 'N' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int c;
 
+	if (obs_from_env(a) != 0)
+		return 2;
 	while ((c = getopt_long(argc, argv, "+f", opts, NULL)) != -1) {
 		switch (c) {
+		case 'R':
+			if (set_size(&a->obs.limits.max_records, "--obs-max-records", optarg))
+				return 2;
+			break;
+		case 'B':
+			if (set_size(&a->obs.limits.max_bytes, "--obs-max-bytes", optarg))
+				return 2;
+			break;
+		case 'N':
+			a->no_obs = true;
+			break;
 		case 's':
 			a->state_dir = optarg;
 			break;
@@ -194,6 +261,15 @@ open_store(struct eosd *d, struct eos_error *err)
 	return eos_store_open(d->store_dir, &opts, &d->store, err);
 }
 
+/* The last component of the runtime dir: the key of this state directory (doc/eosd.md). */
+static const char *
+runtime_key(const struct eosd *d)
+{
+	const char *slash = strrchr(d->runtime_dir, '/');
+
+	return slash ? slash + 1 : d->runtime_dir;
+}
+
 static int
 start(struct daemon *dm, const struct args *a, const char *sock, struct eos_error *err)
 {
@@ -203,6 +279,8 @@ start(struct daemon *dm, const struct args *a, const char *sock, struct eos_erro
 
 	r = eosd_runfiles_lock(d->state_dir, &dm->lock_fd, err);
 	r = r < 0 ? r : open_store(d, err);
+	r = r < 0 || a->no_obs ? r : eosd_obs_new(d->store, &a->obs, &d->obs, err);
+	r = r < 0 ? r : eosd_cgroups_new(runtime_key(d), d->obs, &d->cgroups, err);
 	r = r < 0 ? r : eosd_auth_open(d->state_dir, &d->auth, err);
 	if (r < 0)
 		return r;
@@ -226,6 +304,8 @@ stop(struct daemon *dm)
 	eosd_gateway_free(dm->gw); /* waits for running handlers, removes the socket */
 	if (dm->sessions)
 		eosd_sessions_stop(d);
+	eosd_cgroups_free(d->cgroups);
+	eosd_obs_free(d->obs); /* writes what is still queued */
 	eosd_auth_free(d->auth);
 	eos_store_close(d->store);
 	if (d->state_dir && dm->lock_fd >= 0)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "supervisor/auth.h"
+#include "supervisor/obs.h"
 #include "supervisor/session.h"
 
 json_t *
@@ -32,8 +33,14 @@ op_issue_token(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_err
 	r = eos_store_sandbox_get(d->store, c->sandbox_id, &sb, err);
 	if (r < 0)
 		return r;
-	return eosd_auth_issue(d->auth, (enum eos_surface)s, c->sandbox_id,
-			       ttl ? (int64_t)json_integer_value(ttl) : 0, out, err);
+	r = eosd_auth_issue(d->auth, (enum eos_surface)s, c->sandbox_id,
+			    ttl ? (int64_t)json_integer_value(ttl) : 0, out, err);
+	if (r == 0) /* never the token itself */
+		eosd_obs_event(d->obs, "token.issued", c->sandbox_id, NULL,
+			       json_pack("{s:O, s:s, s:O}", "token_id",
+					 json_object_get(*out, "token_id"), "surface", surface,
+					 "expires_at", json_object_get(*out, "expires_at")));
+	return r;
 }
 
 static int
@@ -87,6 +94,11 @@ static const struct {
 	{ "file_blame", eosd_op_file_blame },
 	{ "ping", op_ping },
 	{ "version", op_version },
+	{ "snapshot", eosd_op_snapshot },
+	{ "trace", eosd_op_trace },
+	{ "events", eosd_op_events },
+	{ "cgroup", eosd_op_cgroup },
+	{ "layerstack", eosd_op_layerstack },
 };
 
 eosd_handler_fn

@@ -27,3 +27,17 @@ int eosd_op_export_changes(struct eosd *d, struct eosd_call *c, json_t **out,
 
 /* The version v as JSON: "L000003". */
 json_t *eosd_json_version(uint64_t v);
+/* The time ns (since the epoch) as JSON: "2026-12-01T22:31:34Z" (session-mount.c). */
+json_t *eosd_json_time(int64_t ns);
+/* The same with milliseconds: "2026-12-01T22:31:34.123Z" (obs-ops.c). */
+json_t *eosd_json_time_ms(int64_t ns);
+
+/* The observability operations (doc/observability.md). obs-snapshot.c */
+int eosd_op_snapshot(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err);
+/* obs-ops.c */
+int eosd_op_trace(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err);
+int eosd_op_events(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err);
+/* obs-layers.c */
+int eosd_op_layerstack(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err);
+/* cgroup-ops.c */
+int eosd_op_cgroup(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err);

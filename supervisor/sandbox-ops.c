@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/json.h"
 
+#include "supervisor/obs.h"
 #include "supervisor/ops.h"
 #include "supervisor/session.h"
 #include "supervisor/stream.h"
@@ -94,13 +95,27 @@ eosd_op_create_sandbox(struct eosd *d, struct eosd_call *c, json_t **out, struct
 	int64_t start = eos_mono_ns();
 	int r;
 
+	struct eosd_span sp;
+
 	if (eosd_stream_wanted(c->stream)) {
 		opts.progress = import_progress;
 		opts.progress_ctx = &progress;
 	}
+	eosd_span_begin(d->obs, &sp, "layerstack.import", opts.sandbox);
+	eosd_span_attr_str(&sp, "source", src);
 	r = eos_store_import(d->store, src, &opts, &res, err);
+	if (r == 0) {
+		eosd_span_set_sandbox(&sp, res.sandbox);
+		eosd_span_attr_int(&sp, "files", (int64_t)res.files);
+		eosd_span_attr_int(&sp, "bytes", (int64_t)res.bytes);
+	}
+	eosd_span_end(&sp, r, err);
 	if (r < 0)
 		return r;
+	eosd_obs_event(d->obs, "sandbox.created", res.sandbox, NULL,
+		       json_pack("{s:s, s:o, s:I, s:I}", "source", src, "version",
+				 eosd_json_version(res.version), "files", (json_int_t)res.files,
+				 "bytes", (json_int_t)res.bytes));
 	*out = import_json(&res, (double)(eos_mono_ns() - start) / 1e9);
 	eos_import_result_release(&res);
 	return *out ? 0 : -ENOMEM;
@@ -278,9 +293,18 @@ eosd_op_destroy_sandbox(struct eosd *d, struct eosd_call *c, json_t **out, struc
 	r = force ? eosd_sessions_destroy_all(d, sb.id, err) : refuse_busy(d, sb.id, c, err);
 	if (r < 0)
 		return r;
-	r = eos_store_sandbox_destroy(d->store, sb.id, err);
+	{
+		struct eosd_span sp;
+
+		eosd_span_begin(d->obs, &sp, "layerstack.destroy", sb.id);
+		r = eos_store_sandbox_destroy(d->store, sb.id, err);
+		eosd_span_end(&sp, r, err);
+	}
 	if (r < 0)
 		return r;
+	eosd_obs_event(
+		d->obs, "sandbox.destroyed", sb.id, NULL,
+		json_pack("{s:o, s:b}", "head", eosd_json_version(sb.head), "forced", force));
 	*out = json_pack("{s:s, s:b}", "sandbox_id", sb.id, "destroyed", 1);
 	return *out ? 0 : -ENOMEM;
 }
@@ -292,10 +316,16 @@ eosd_op_squash_layerstacks(struct eosd *d, struct eosd_call *c, json_t **out, st
 	struct eos_sandbox_info sb;
 	int r;
 
+	struct eosd_span sp;
+
 	r = eos_store_sandbox_get(d->store, c->sandbox_id, &sb, err);
 	if (r >= 0)
 		(void)eosd_stream_progress(c->stream, json_pack("{s:s}", "phase", "squash"), true);
+	eosd_span_begin(d->obs, &sp, "layerstack.squash", c->sandbox_id);
 	r = r < 0 ? r : eos_store_squash(d->store, sb.id, &res, err);
+	if (r == 0)
+		eosd_obs_squash(d->obs, sb.id, &res);
+	eosd_span_end(&sp, r, err);
 	if (r < 0)
 		return r;
 	*out = json_pack("{s:s, s:I, s:I, s:I, s:I}", "sandbox_id", sb.id, "layers_removed",
@@ -418,9 +448,20 @@ eosd_op_export_changes(struct eosd *d, struct eosd_call *c, json_t **out, struct
 		o.progress = export_progress;
 		o.progress_ctx = c->stream;
 	}
+	struct eosd_span sp;
+
+	eosd_span_begin(d->obs, &sp, "layerstack.export", c->sandbox_id);
+	eosd_span_attr_str(&sp, "format", arg_string(c, "format"));
 	r = eos_store_export(d->store, &o, &res, err);
 	if (r >= 0 && fd >= 0)
 		r = read_patch(fd, &patch, err);
+	if (r >= 0) {
+		eosd_span_attr(&sp, "from", eosd_json_version(res.from));
+		eosd_span_attr(&sp, "to", eosd_json_version(res.to));
+		eosd_span_attr_int(&sp, "files", (int64_t)res.files);
+		eosd_span_attr_int(&sp, "bytes", (int64_t)res.bytes);
+	}
+	eosd_span_end(&sp, r, err);
 	if (r < 0)
 		return r;
 	*out = export_json(&o, &res);

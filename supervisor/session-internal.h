@@ -96,7 +96,5 @@ void eosd_mount_detach_stale(const char *path);
 /* The views' eos_view_resolve_fn (ctx: the struct eosd). */
 int eosd_resolve(void *ctx, pid_t pid, char *out, size_t size);
 
-/* "2026-12-01T22:31:34Z". */
-json_t *eosd_json_time(int64_t ns);
 /* Fill out[size] with prefix and 12 random hex digits ("ws-" → "ws-3f09a1c2b4d5"). */
 void eosd_random_id(const char *prefix, char *out, size_t size);

@@ -21,11 +21,13 @@
 #include "common/log.h"
 #include "common/path.h"
 
+#include "supervisor/obs.h"
+#include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
 
-int
-eosd_mount_start(struct eosd *d, struct eosd_session *s, size_t i, const char *path,
-		 struct eos_error *err)
+static int
+mount_start(struct eosd *d, struct eosd_session *s, size_t i, const char *path,
+	    struct eos_error *err)
 {
 	const struct eos_view_mount_options mo = { .owners = EOS_VIEW_OWNERS_AUTO,
 						   .host_served = true };
@@ -49,6 +51,22 @@ eosd_mount_start(struct eosd *d, struct eosd_session *s, size_t i, const char *p
 		free(m->path);
 		*m = (struct eosd_mount){ 0 };
 	}
+	return r;
+}
+
+/* Traced as view.mount. */
+int
+eosd_mount_start(struct eosd *d, struct eosd_session *s, size_t i, const char *path,
+		 struct eos_error *err)
+{
+	struct eosd_span sp;
+	int r;
+
+	eosd_span_begin(d->obs, &sp, "view.mount", s->sandbox);
+	eosd_span_set_session(&sp, s->name);
+	eosd_span_attr_str(&sp, "path", path);
+	r = mount_start(d, s, i, path, err);
+	eosd_span_end(&sp, r, err);
 	return r;
 }
 

@@ -13,6 +13,7 @@
 #include "common/errkind.h"
 #include "common/json.h"
 
+#include "supervisor/obs.h"
 #include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
 
@@ -67,7 +68,28 @@ new_id(const struct eosd_call *c, const char *arg, char *out, size_t size, struc
 	return eos_session_name_check(id, err);
 }
 
-/* Serve the session just created in the store; on failure remove it again. */
+/* The new session's events: its lease, and itself (forked_from: the source of a fork). */
+static void
+created_events(struct eosd *d, const json_t *doc, const char *forked_from)
+{
+	const char *sb = json_string_value(json_object_get(doc, "sandbox_id"));
+	const char *ws = json_string_value(json_object_get(doc, "workspace_session_id"));
+	json_t *base = json_object_get(doc, "base_version");
+	char lease[EOS_LEASE_NAME_MAX + 1];
+
+	snprintf(lease, sizeof(lease), "session:%s", ws ? ws : "");
+	eosd_obs_event(d->obs, "lease.acquired", sb, ws,
+		       json_pack("{s:s, s:O}", "lease", lease, "version", base));
+	eosd_obs_event(d->obs, "workspace_session.created", sb, ws,
+		       json_pack("{s:O, s:O, s:s?}", "base_version", base, "mount_path",
+				 json_object_get(doc, "mount_path"), "forked_from", forked_from));
+}
+
+/*
+ * Serve the session just created in the store; on failure remove it again. This is where a
+ * session's holder will be spawned (traced as namespace.launch, under workspace_session.create,
+ * beside view.mount) once eosd runs commands.
+ */
 static int
 serve_new(struct eosd *d, const char *sandbox, const char *name, json_t **out,
 	  struct eos_error *err)
@@ -86,19 +108,31 @@ serve_new(struct eosd *d, const char *sandbox, const char *name, json_t **out,
 	return r;
 }
 
+/* Traced as workspace_session.create (→ view.mount). */
 int
 eosd_op_create_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
 				 struct eos_error *err)
 {
-	char name[EOS_SESSION_NAME_MAX + 1];
+	char name[EOS_SESSION_NAME_MAX + 1] = "";
 	struct eos_sandbox_info sb;
+	struct eosd_span sp;
 	uint64_t v;
-	int r = parse_version(c, &v, err);
+	int r;
 
+	eosd_span_begin(d->obs, &sp, "workspace_session.create", c->sandbox_id);
+	r = parse_version(c, &v, err);
 	r = r ?: new_id(c, "workspace_session_id", name, sizeof(name), err);
+	eosd_span_set_session(&sp, name);
 	r = r ?: eos_store_sandbox_get(d->store, c->sandbox_id, &sb, err);
 	r = r ?: eos_store_session_create(d->store, c->sandbox_id, name, v, NULL, err);
-	return r ?: serve_new(d, c->sandbox_id, name, out, err);
+	r = r ?: serve_new(d, c->sandbox_id, name, out, err);
+	if (r == 0) {
+		eosd_span_attr(&sp, "base_version",
+			       json_incref(json_object_get(*out, "base_version")));
+		created_events(d, *out, NULL);
+	}
+	eosd_span_end(&sp, r, err);
+	return r;
 }
 
 /* --- list and inspect --------------------------------------------------------------------------
@@ -195,6 +229,103 @@ eosd_op_inspect_workspace_session(struct eosd *d, struct eosd_call *c, json_t **
 			     json_pack("{s:o,s:o}", "paths", eos_json_u64(n.paths), "bytes",
 				       eos_json_u64(n.bytes)));
 	eosd_session_put(d, s);
+	return r;
+}
+
+static int
+collect_change(void *ctx, const struct eos_delta_entry *e)
+{
+	struct eosd_session_delta *dl = ctx;
+	char **v;
+
+	if (e->change == EOS_DELTA_DIR)
+		return 0;
+	if (e->change == EOS_DELTA_PUT && S_ISREG(e->mode) && e->data_path)
+		dl->bytes += e->size;
+	v = reallocarray(dl->paths, dl->n + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	dl->paths = v;
+	if (!(v[dl->n] = strdup(e->path)))
+		return -ENOMEM;
+	dl->n++;
+	return 0;
+}
+
+void
+eosd_session_delta_release(struct eosd_session_delta *dl)
+{
+	for (size_t i = 0; i < dl->n; i++)
+		free(dl->paths[i]);
+	free(dl->paths);
+	*dl = (struct eosd_session_delta){ 0 };
+}
+
+int
+eosd_session_delta(struct eosd *d, const char *sandbox, const char *name,
+		   struct eosd_session_delta *ret, struct eos_error *err)
+{
+	struct eosd_session *s = NULL;
+	int r = eosd_session_get(d, sandbox, name, &s, err);
+
+	*ret = (struct eosd_session_delta){ 0 };
+	if (r == 0 && !s->view)
+		r = eos_error_set(err, -EIO, "session '%s' is not served: %s", s->name,
+				  s->error ? s->error : "no view");
+	if (r == 0) {
+		ret->base = eos_view_version(s->view);
+		r = eos_view_delta(s->view, collect_change, ret, err);
+	}
+	eosd_session_put(d, s);
+	if (r < 0)
+		eosd_session_delta_release(ret);
+	return r == -ENOMEM ? eos_error_set(err, r, "out of memory") : r;
+}
+
+/* One session as snapshot shows it: its row, its delta, or why not. */
+static json_t *
+describe(struct eosd *d, struct eosd_session *s)
+{
+	struct delta_count n = { 0 };
+	struct eos_error err = { 0 };
+	json_t *row = row_of(d, s);
+	int r = s->view ? eos_view_delta(s->view, count_change, &n, &err) : 0;
+
+	if (!row)
+		return NULL;
+	eos_json_set(row, "status",
+		     json_string(s->error || !s->view ? "unavailable"
+				 : r < 0	      ? "partial"
+						      : "ok"));
+	if (r < 0)
+		eos_json_set(row, "delta_error", json_string(err.msg));
+	else if (s->view)
+		eos_json_set(row, "delta",
+			     json_pack("{s:o,s:o}", "paths", eos_json_u64(n.paths), "bytes",
+				       eos_json_u64(n.bytes)));
+	return row;
+}
+
+int
+eosd_sessions_describe(struct eosd *d, const char *sandbox, json_t **ret, struct eos_error *err)
+{
+	cleanup_free struct eos_session_info *v = NULL;
+	EOS_CLEANUP(json_decrefp) json_t *rows = json_array();
+	size_t n = 0;
+	int r = rows ? eos_store_session_list(d->store, sandbox, &v, &n, err) : -ENOMEM;
+
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct eosd_session *s;
+
+		if (eosd_session_get(d, sandbox, v[i].name, &s, NULL) < 0)
+			continue; /* destroyed meanwhile, or never served */
+		r = eos_json_push(rows, describe(d, s));
+		eosd_session_put(d, s);
+	}
+	if (r == -ENOMEM)
+		return eos_error_set(err, r, "out of memory");
+	if (r == 0)
+		*ret = TAKE_PTR(rows);
 	return r;
 }
 
@@ -331,7 +462,9 @@ eosd_op_fork_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out
 	r = r ?: eos_view_fork(s->view, name, err);
 	eosd_session_put(d, s);
 	r = r ?: serve_new(d, c->sandbox_id, name, out, err);
-	if (r == 0)
+	if (r == 0) {
 		eos_json_set(*out, "forked_from", json_string(arg_str(c, "workspace_session_id")));
+		created_events(d, *out, arg_str(c, "workspace_session_id"));
+	}
 	return r;
 }

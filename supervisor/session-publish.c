@@ -12,6 +12,7 @@
 #include "common/errkind.h"
 #include "common/json.h"
 
+#include "supervisor/obs.h"
 #include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
 
@@ -103,6 +104,7 @@ publish_locked(struct eosd *d, struct eosd_call *c, struct eosd_session *s, json
 		snprintf(owner, sizeof(owner), "operation:%s", c->request_id);
 	eosd_session_reap(d, s);
 	r = eos_view_publish_live(s->view, s->mounts[0].m, c->request_id ? owner : NULL, &res, err);
+	eosd_obs_publish(d->obs, s->sandbox, s->name, &res, r, err);
 	if (r == 0 && res.status == EOS_PUBLISH_REJECTED)
 		r = rejected(c, &res, err);
 	else if (r == 0 && !(*out = result_json(s, &res)))
@@ -120,16 +122,26 @@ publish_locked(struct eosd *d, struct eosd_call *c, struct eosd_session *s, json
 	return r;
 }
 
+/*
+ * Traced as workspace_session.finalize: the capture of the delta, layerstack.publish with its
+ * phases, and workspace_session.destroy when destroy_after.
+ */
 int
 eosd_op_publish_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
 				  struct eos_error *err)
 {
+	const char *name = json_string_value(json_object_get(c->args, "workspace_session_id"));
+	bool destroy = json_is_true(json_object_get(c->args, "destroy_after"));
 	struct eosd_session *s = NULL;
-	int r = eosd_session_get(
-		d, c->sandbox_id,
-		json_string_value(json_object_get(c->args, "workspace_session_id")), &s, err);
+	struct eosd_span sp;
+	int r;
 
+	eosd_span_begin(d->obs, &sp, "workspace_session.finalize", c->sandbox_id);
+	eosd_span_set_session(&sp, name);
+	eosd_span_attr_str(&sp, "policy", destroy ? "publish_then_destroy" : "publish");
+	r = eosd_session_get(d, c->sandbox_id, name, &s, err);
 	r = r ?: publish_locked(d, c, s, out, err);
 	eosd_session_put(d, s);
+	eosd_span_end(&sp, r, err);
 	return r;
 }

@@ -12,6 +12,8 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 
+#include "supervisor/obs.h"
+#include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
 
 static void
@@ -165,8 +167,8 @@ eosd_session_serve(struct eosd *d, const char *sandbox, const char *name, struct
 	return 0;
 }
 
-int
-eosd_session_destroy_locked(struct eosd *d, struct eosd_session *s, struct eos_error *err)
+static int
+destroy_locked(struct eosd *d, struct eosd_session *s, struct eos_error *err)
 {
 	cleanup_free char *path = NULL;
 	int r;
@@ -182,6 +184,29 @@ eosd_session_destroy_locked(struct eosd *d, struct eosd_session *s, struct eos_e
 	table_remove(d->sessions, s);
 	if (eosd_session_runtime_path(d, s->sandbox, s->name, &path) == 0)
 		rmdir(path);
+	return 0;
+}
+
+/* Traced as workspace_session.destroy; its lease goes with it. */
+int
+eosd_session_destroy_locked(struct eosd *d, struct eosd_session *s, struct eos_error *err)
+{
+	uint64_t base = s->view ? eos_view_version(s->view) : 0;
+	char lease[EOS_LEASE_NAME_MAX + 1];
+	struct eosd_span sp;
+	int r;
+
+	eosd_span_begin(d->obs, &sp, "workspace_session.destroy", s->sandbox);
+	eosd_span_set_session(&sp, s->name);
+	r = destroy_locked(d, s, err);
+	eosd_span_end(&sp, r, err);
+	if (r < 0)
+		return r;
+	snprintf(lease, sizeof(lease), "session:%s", s->name);
+	eosd_obs_event(d->obs, "lease.released", s->sandbox, s->name,
+		       json_pack("{s:s, s:o}", "lease", lease, "version",
+				 base ? eosd_json_version(base) : json_null()));
+	eosd_obs_event(d->obs, "workspace_session.destroyed", s->sandbox, s->name, NULL);
 	return 0;
 }
 

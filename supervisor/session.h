@@ -23,6 +23,25 @@ size_t eosd_sessions_count(struct eosd *d, const char *sandbox);
 int eosd_sessions_destroy_all(struct eosd *d, const char *sandbox, struct eos_error *err);
 /* Sessions served and views mounted, for status. */
 size_t eosd_sessions_served(struct eosd *d);
+/*
+ * The sessions of sandbox as snapshot shows them (doc/observability.md): each one's id, state,
+ * base, mounts, created and delta ({"paths", "bytes"}), or its error; a session whose delta
+ * cannot be read is listed with "status": "partial" and why. *ret: a new array.
+ */
+int eosd_sessions_describe(struct eosd *d, const char *sandbox, json_t **ret,
+			   struct eos_error *err);
+
+/* A session's base and the paths its delta changes (in the view's order), with their bytes. */
+struct eosd_session_delta {
+	uint64_t base;
+	char **paths; /* owned */
+	size_t n;
+	uint64_t bytes;
+};
+/* -ENOENT naming it when eosd serves no such session; -EIO when it is not served. */
+int eosd_session_delta(struct eosd *d, const char *sandbox, const char *name,
+		       struct eosd_session_delta *ret, struct eos_error *err);
+void eosd_session_delta_release(struct eosd_session_delta *dl);
 
 int eosd_op_create_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
 				     struct eos_error *err);

@@ -22,6 +22,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+struct eosd;
+
 enum {
 	EOSD_STREAM_PROGRESS_MS = 100,	   /* eosd_stream_progress(): at most one per interval */
 	EOSD_STREAM_QUEUE_MAX = 1 << 20,   /* bytes of events the loop has not taken yet */
@@ -47,3 +49,27 @@ int eosd_stream_send(struct eosd_stream *s, const char *name, json_t *data);
 int eosd_stream_progress(struct eosd_stream *s, json_t *data, bool force);
 /* Whether a client asked for events: a handler may skip building them when none did. */
 bool eosd_stream_wanted(const struct eosd_stream *s);
+
+/*
+ * A stream that outlives its handler (events follow; later command output follow). The handler
+ * sends what it has (eosd_stream_send), then calls eosd_stream_keep() and returns 0: the gateway
+ * sends no "result" event and keeps the reply open. Whenever the source has news it calls
+ * eosd_stream_wake() (any thread; cheap, wakes the loop at once: nothing polls); the loop then
+ * calls pull(ctx, emit, ectx) for every kept stream, and pull hands each new event to emit
+ * (name as for eosd_stream_send, JSON text). When the client leaves, when pull returns false,
+ * or when eosd stops, the loop calls close(ctx) once and ends the reply. An idle kept stream
+ * has no read timeout (a client that stops reading is cut off as any stream's is).
+ */
+typedef void (*eosd_stream_emit_fn)(void *ectx, const char *name, const char *json);
+struct eosd_stream_source {
+	bool (*pull)(void *ctx, eosd_stream_emit_fn emit, void *ectx); /* loop thread */
+	void (*close)(void *ctx);				       /* loop thread */
+	void *ctx;
+};
+/*
+ * Keep s open with src (copied) once the handler returns 0. -ENOTCONN (src is not taken) when
+ * the client asked for no stream: a handler refuses the request then.
+ */
+int eosd_stream_keep(struct eosd_stream *s, const struct eosd_stream_source *src);
+/* Wake the loop to pull every kept stream of d's gateway; nothing when no gateway runs. */
+void eosd_stream_wake(struct eosd *d);

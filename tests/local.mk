@@ -23,7 +23,8 @@ UNIT_TESTS = \
 	tests/unit/test-import \
 	tests/unit/test-squash \
 	tests/unit/test-fsck \
-	tests/unit/test-space
+	tests/unit/test-space \
+	tests/unit/test-obs
 if EOS_FAILPOINTS
 UNIT_TESTS += tests/unit/test-failpoints
 endif
@@ -78,6 +79,9 @@ tests_unit_test_fsck_LDADD = $(TEST_LDADD)
 tests_unit_test_space_SOURCES = tests/unit/test-space.c
 tests_unit_test_space_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_space_LDADD = $(TEST_LDADD)
+tests_unit_test_obs_SOURCES = tests/unit/test-obs.c
+tests_unit_test_obs_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_obs_LDADD = $(TEST_LDADD)
 tests_unit_test_failpoints_SOURCES = tests/unit/test-failpoints.c
 tests_unit_test_failpoints_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_failpoints_LDADD = $(TEST_LDADD)

@@ -96,7 +96,9 @@ test_autostart() {
 	run eosctl sandbox ls
 	expect_rc 0 "the first command starts eosd"
 	check "... and prints the empty list as JSON (stdout is not a terminal)" \
-		test "$out" = '{"sandboxes":[]}'
+		test "$(json_get 'd["sandboxes"]' <<<"$out")" = "[]"
+	check "... with the request's trace_id" \
+		test "$(json_get 'len(d["trace_id"])' <<<"$out")" = 32
 	pid=$(eosd_pid)
 	check "eosd.json names a live eosd" test -n "$pid" -a -d "/proc/$pid"
 	check "... which is eosd" grep -qx eosd "/proc/$pid/comm"
@@ -130,6 +132,7 @@ test_text_output() {
 	check "on a terminal with --json: the JSON document" grep -q '^{"sandboxes":\[' <<<"$out"
 	run eosctl --text sandbox inspect sb1
 	expect_rc_match 0 out "head:" "--text: inspect is key: value lines"
+	check "... without the reply's trace_id (JSON keeps it)" not grep -q trace_id <<<"$out"
 	run eosctl --output json sandbox inspect sb1
 	check "--output json: one JSON document" json_valid <<<"$out"
 }

@@ -13,4 +13,4 @@ tests_unit_test_eosd_pool_SOURCES = tests/unit/test-eosd-pool.c
 tests_unit_test_eosd_pool_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_eosd_pool_LDADD = tests/unit/libeos-testutil.a $(EOSD_LIBS) $(CHECK_LIBS)
 endif
-EOSD_TESTS += tests/integration/eosd-restart.sh
+EOSD_TESTS += tests/integration/eosd-restart.sh tests/integration/eosd-obs.sh

@@ -134,7 +134,8 @@ op_line(struct line *l, const struct eos_op *op, const struct eos_arg *skip,
 {
 	push(l, "eosctl");
 	push(l, op->cli_group);
-	push(l, op->cli_verb);
+	if (op->cli_verb[0]) /* a command of one word: `eosctl trace ID` */
+		push(l, op->cli_verb);
 	if (op->needs_sandbox) {
 		push(l, "--sandbox");
 		push(l, "sb-1");

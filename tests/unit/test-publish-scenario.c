@@ -613,6 +613,17 @@ START_TEST(test_result_counts_match_layer)
 	ck_assert_uint_eq(res.base, 1);
 	ck_assert_uint_eq(res.head, 1);
 	ck_assert(res.lock_ns >= 0 && res.prepare_ns >= 0 && res.total_ns >= res.lock_ns);
+	/* the phases in order, for tracing (no session: nothing was captured) */
+	ck_assert_int_eq(res.phases.capture_start, 0);
+	ck_assert(res.phases.prepare_start > 0);
+	ck_assert(res.phases.prepare_start <= res.phases.prepare_end);
+	ck_assert(res.phases.prepare_end <= res.phases.lock_wait_start);
+	ck_assert(res.phases.lock_wait_start <= res.phases.lock_acquired);
+	ck_assert(res.phases.lock_acquired <= res.phases.check_end);
+	ck_assert(res.phases.check_end <= res.phases.merge_end);
+	ck_assert(res.phases.merge_end <= res.phases.commit_end);
+	ck_assert(res.phases.commit_end <= res.phases.lock_released);
+	ck_assert(res.lock_ns <= res.phases.lock_released - res.phases.lock_acquired);
 	l = pu_layer(res.version);
 	ck_assert_uint_eq(l.created, res.created);
 	ck_assert_uint_eq(l.modified, res.modified);

@@ -356,6 +356,10 @@ START_TEST(test_squash_keeps_retained_versions)
 	ck_assert_uint_gt(res.entries_removed, 0);
 	ck_assert_uint_eq(res.chunks_freed, all.n - survivors.n);
 	ck_assert_uint_gt(res.bytes_freed, 0);
+	/* its phases, for tracing: the plan, then the write */
+	ck_assert_uint_eq(res.attempts, 1);
+	ck_assert(res.plan_start > 0 && res.plan_start <= res.plan_end);
+	ck_assert(res.plan_end <= res.write_start && res.write_start <= res.write_end);
 
 	for (size_t i = 0; i < EOS_ARRAY_SIZE(retained); i++) {
 		struct eos_digest d = eos_test_tree_digest(st, sandbox, retained[i]);
