@@ -97,7 +97,7 @@ upper_dir(struct eos_view *v, const char *d, struct eos_node **ret)
 	if (!n)
 		return 0;
 	pthread_mutex_lock(&n->lock);
-	if (ino == EOS_ROOT_INO || n->flags & EOS_NODE_UPPER)
+	if (ino == EOS_ROOT_INO || (n->flags & EOS_NODE_UPPER && eos_node_has_identity(n, d, 0)))
 		*ret = n;
 	pthread_mutex_unlock(&n->lock);
 	return 0;
@@ -224,6 +224,8 @@ emit_group(struct eos_capture *c, const struct member *m, size_t n)
 	if (r < 0)
 		return r;
 	node = eos_node_get(c->v, ino);
+	if (node && !eos_node_has_identity(node, m[0].path, m[0].group))
+		node = NULL; /* another identity's */
 	if (node) {
 		pthread_mutex_lock(&node->lock);
 		changed = node->flags & EOS_NODE_UPPER;

@@ -5,10 +5,11 @@
  *
  * The kernel holds inode numbers (lookups, open files, working directories) that must stay
  * valid, so no node is freed or renumbered: every node at a path of the new version becomes a
- * mirror of that path (a lower node, its identity mapped to its inode number so that a lookup
- * finds it again), and every other node is detached (unlinked: open files keep their data file,
- * nothing of them is ever written again). Handles find their node's new content through
- * node->gen (file.c). What the kernel may have cached differently is listed for invalidation.
+ * mirror of that path (a lower node, its identity remapped to its inode number when that is not
+ * the derived one, so that a lookup finds it again), and every other node is detached (unlinked:
+ * open files keep their data file, nothing of them is ever written again). Handles find their
+ * node's new content through node->gen (file.c). What the kernel may have cached differently is
+ * listed for invalidation.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -233,7 +234,7 @@ mirror(struct reset *rs, struct eos_node *n, const char *path, const struct eos_
 	if (st->kind == EOS_KIND_FILE && st->link_group)
 		n->nlink = changed ? eos_links_count(rs->v, st->link_group) : nlink;
 	n->gen++;
-	return eos_node_identity_set(rs->v, path, st->link_group, n->ino);
+	return eos_node_identity_set(rs->v, n);
 }
 
 /* n is nowhere at the new version: unlinked, never written again; the kernel forgets it. */
@@ -246,7 +247,7 @@ detach(struct reset *rs, struct eos_node *n)
 		r = inval_entry(rs->iv, n->parent, n->name, strlen(n->name));
 	r = r ?: inval_ino(rs->iv, n->ino);
 	n->nlink = 0;
-	n->flags &= ~(unsigned)EOS_NODE_QUEUED;
+	n->flags &= ~(unsigned)(EOS_NODE_QUEUED | EOS_NODE_REMAPPED); /* the remaps were reset */
 	if (n->flags & EOS_NODE_UPPER)
 		n->flags |= EOS_NODE_GONE; /* its records are gone with the reset */
 	n->gen++;
@@ -305,8 +306,7 @@ empty_data_dir(struct eos_view *v, struct eos_error *err)
 static void
 reset_maps(struct eos_view *v)
 {
-	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++)
-		eos_hashmap_release(&v->idshards[i].ids);
+	eos_node_identities_reset(v);
 	pthread_mutex_lock(&v->links_lock);
 	eos_hashmap_release(&v->links);
 	v->links_loaded = false;

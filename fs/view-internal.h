@@ -6,8 +6,10 @@
  * origin path at the view's version) and "upper" once the session changed it: then it has a
  * node record in the delta, and every directory on its primary path is upper too, holding a
  * dirent (name → inode, or a whiteout) for it. Lower nodes are created by lookup and freed when
- * the kernel forgets them; their inode numbers stay reserved for the life of the mount in an
- * identity map (origin path or hard-link group → inode), so a re-lookup gets the same number.
+ * the kernel forgets them. Their inode number derives from their identity (origin path, or
+ * hard-link group): a re-lookup, a remount or another session of the sandbox gets the same one.
+ * Only a node whose number is not its identity's (a hash collision, a node kept through a live
+ * publish) has an entry in the remap table, removed with the node.
  *
  * Locks: node->lock guards every field of the node except nlookup (the table shard lock).
  * Order: a parent before its children; two unrelated directories in inode-number order; table
@@ -38,6 +40,9 @@ enum {
 	EOS_TIDY_AFTER = 4096,		  /* freed nodes before their memory is given back */
 };
 
+/* Inode numbers with this bit derive from a lower identity; the others come from a counter. */
+#define EOS_INO_DERIVED (UINT64_C(1) << 63)
+
 struct eos_dirlist;
 
 enum eos_node_flags {
@@ -53,6 +58,7 @@ enum eos_node_flags {
 	EOS_NODE_GONE = 1 << 9,		/* last link removed: record deleted, data file pending */
 	EOS_NODE_PARTIAL = 1 << 10,	/* data file holds only the `present` ranges (partial.c) */
 	EOS_NODE_QUEUED = 1 << 11,	/* waiting for the background flusher (flusher.c) */
+	EOS_NODE_REMAPPED = 1 << 12,	/* its identity is in the remap table (inode.c) */
 	EOS_NODE_PERSISTED = EOS_NODE_UPPER | EOS_NODE_DATA | EOS_NODE_OPAQUE |
 			     EOS_NODE_META_CHANGED | EOS_NODE_CREATED | EOS_NODE_PARTIAL,
 };
@@ -109,7 +115,7 @@ struct eos_table_shard {
 	pthread_mutex_t lock;
 	struct eos_hashmap nodes; /* be64 ino → struct eos_node * (NULL once freed) */
 	size_t freed;		  /* NULL slots in nodes: dropped once they are the majority */
-	struct eos_hashmap ids;	  /* identity key → ino (u64), never removed */
+	struct eos_hashmap ids;	  /* remap table: identity key → ino (u64; 0: free slot) */
 };
 
 /* A view's side of its flusher (flusher.c; struct eos_view_flusher is the thread). */
@@ -160,7 +166,8 @@ struct eos_view {
 	char *self_owner;      /* "workspace_session:<name>" */
 	eos_view_resolve_fn resolve;
 	void *resolve_ctx;
-	_Atomic uint64_t next_ino;
+	_Atomic uint64_t next_ino; /* below EOS_INO_DERIVED */
+	_Atomic size_t remapped;   /* identities in the remap table (inode.c) */
 	struct eos_table_shard shards[EOS_TABLE_SHARDS];
 	struct eos_table_shard idshards[EOS_TABLE_SHARDS];
 	struct eos_opstable ops; /* operation ids of write logs */
@@ -217,10 +224,20 @@ struct eos_node *eos_node_get_ref(struct eos_view *v, uint64_t ino);
 void eos_node_ref(struct eos_view *v, struct eos_node *n, uint64_t count);
 /* Drop kernel references; frees lower or unlinked nodes reaching zero. */
 void eos_node_forget(struct eos_view *v, uint64_t ino, uint64_t count);
-/* Reserve or find the inode number of an identity key (origin path or link group). */
+/*
+ * The inode number of a lower identity (path, or hard-link group when group is not 0): a hash of
+ * it with EOS_INO_DERIVED set, the same in every session and mount of every sandbox.
+ */
+uint64_t eos_node_ino_derived(const char *path, uint64_t group);
+/* The inode number the identity has in this view: its remap, else the derived one. */
 int eos_node_identity(struct eos_view *v, const char *path, uint64_t group, uint64_t *ret);
-/* Record that identity → ino (loading the delta). */
-int eos_node_identity_set(struct eos_view *v, const char *path, uint64_t group, uint64_t ino);
+/* Whether n (with an unchanging identity) is the node of the identity. */
+bool eos_node_has_identity(const struct eos_node *n, const char *path, uint64_t group);
+/* n (locked, in the table) is the node of its identity: remap it when its number is not the
+ * derived one (a node loaded from the delta, or kept through a live publish). */
+int eos_node_identity_set(struct eos_view *v, struct eos_node *n);
+/* Empty the remap table (a live publish's reset, before the kept nodes set theirs again). */
+void eos_node_identities_reset(struct eos_view *v);
 uint64_t eos_node_alloc_ino(struct eos_view *v);
 /* Fill st from n (caller holds n->lock). */
 void eos_node_stat(const struct eos_node *n, struct stat *st);
