@@ -70,13 +70,12 @@ any_group_node(struct eos_view *v)
 	for (size_t i = 0; i < EOS_TABLE_SHARDS && !found; i++) {
 		struct eos_table_shard *s = &v->shards[i];
 
-		pthread_mutex_lock(&s->lock);
-		for (struct eos_hashmap_iter it = { 0 };
-		     !found && eos_hashmap_next(&s->nodes, &it);) {
-			const struct eos_node *n = it.value->ptr;
+		struct eos_node_iter it = { 0 };
+		const struct eos_node *n;
 
-			found = n && n->link_group; /* never changes once the node exists */
-		}
+		pthread_mutex_lock(&s->lock);
+		while (!found && (n = eos_table_next(s, &it)))
+			found = n->link_group; /* never changes once the node exists */
 		pthread_mutex_unlock(&s->lock);
 	}
 	return found;
@@ -201,10 +200,9 @@ emit_member(struct eos_capture *c, struct eos_node *node, uint64_t ino, const st
 		return -ENOMEM;
 	eos_node_fill_lower(tmp, &m->st);
 	tmp->lower = strdup(m->path);
-	tmp->lst = malloc(sizeof(*tmp->lst));
+	tmp->lst = eos_lower_new(&m->st);
 	r = tmp->lower && tmp->lst ? 0 : -ENOMEM;
 	if (r == 0) {
-		*tmp->lst = m->st;
 		r = eos_capture_emit(c, tmp, path, NULL, m->path);
 	}
 	eos_node_free(tmp);

@@ -379,10 +379,9 @@ load_lower(struct eos_view *v, struct eos_node *n)
 			      v->session, (unsigned long)n->ino, n->lower);
 		return 0;
 	}
-	n->lst = malloc(sizeof(st));
+	n->lst = eos_lower_new(&st);
 	if (!n->lst)
 		return -ENOMEM;
-	*n->lst = st;
 	return eos_node_identity_set(v, n);
 }
 

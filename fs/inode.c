@@ -2,6 +2,7 @@
 /* fs/inode: the node table, inode numbers and lookup counting. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,26 +55,15 @@ shard_of(struct eos_view *v, uint64_t ino)
 	return &v->shards[ino % EOS_TABLE_SHARDS];
 }
 
-static union eos_hashmap_value *
-table_find(struct eos_table_shard *s, uint64_t ino)
-{
-	uint8_t key[8];
-
-	eos_put_be64(key, ino);
-	return eos_hashmap_find(&s->nodes, key, sizeof(key));
-}
-
 /* The node of ino, with refs kernel references added under the shard lock. */
 static struct eos_node *
 node_get(struct eos_view *v, uint64_t ino, uint64_t refs)
 {
 	struct eos_table_shard *s = shard_of(v, ino);
-	union eos_hashmap_value *slot;
 	struct eos_node *n;
 
 	pthread_mutex_lock(&s->lock);
-	slot = table_find(s, ino);
-	n = slot ? slot->ptr : NULL;
+	n = eos_table_find(s, ino);
 	if (n)
 		n->nlookup += refs;
 	pthread_mutex_unlock(&s->lock);
@@ -92,25 +82,6 @@ eos_node_get_ref(struct eos_view *v, uint64_t ino)
 	return node_get(v, ino, 1);
 }
 
-/* Insert n into s (locked): -EEXIST when its number is taken. */
-static int
-insert_locked(struct eos_table_shard *s, struct eos_node *n)
-{
-	union eos_hashmap_value *slot;
-	uint8_t key[8];
-	int r;
-
-	eos_put_be64(key, n->ino);
-	r = eos_hashmap_get_or_insert(&s->nodes, key, sizeof(key), &slot);
-	if (r >= 0 && slot->ptr)
-		return -EEXIST;
-	if (r == 0 && s->freed > 0)
-		s->freed--; /* a number used again reuses its slot */
-	if (r >= 0)
-		slot->ptr = n;
-	return r < 0 ? r : 0;
-}
-
 int
 eos_node_insert(struct eos_view *v, struct eos_node *n)
 {
@@ -118,35 +89,9 @@ eos_node_insert(struct eos_view *v, struct eos_node *n)
 	int r;
 
 	pthread_mutex_lock(&s->lock);
-	r = insert_locked(s, n);
+	r = eos_table_insert(s, n);
 	pthread_mutex_unlock(&s->lock);
 	return r;
-}
-
-static bool
-slot_used(const union eos_hashmap_value *v, void *ctx)
-{
-	(void)ctx;
-	return v->ptr != NULL;
-}
-
-/* ino's slot (shard s locked) no longer has a node: empty it, and drop the empty slots of s once
- * they are the majority, so that a storm of creates and deletes leaves no memory behind. */
-static void
-slot_clear(struct eos_table_shard *s, uint64_t ino)
-{
-	enum {
-		TIDY_MIN = 256
-	};
-	union eos_hashmap_value *slot = table_find(s, ino);
-
-	if (!slot || !slot->ptr)
-		return;
-	slot->ptr = NULL;
-	s->freed++;
-	if (s->freed >= TIDY_MIN && s->freed * 2 >= eos_hashmap_count(&s->nodes) &&
-	    eos_hashmap_compact(&s->nodes, slot_used, NULL) == 0)
-		s->freed = 0;
 }
 
 void
@@ -155,10 +100,8 @@ eos_node_remove(struct eos_view *v, struct eos_node *n)
 	struct eos_table_shard *s = shard_of(v, n->ino);
 
 	pthread_mutex_lock(&s->lock);
-	if (table_find(s, n->ino) && table_find(s, n->ino)->ptr == n) {
-		slot_clear(s, n->ino);
+	if (eos_table_remove(s, n))
 		identity_drop(v, n);
-	}
 	pthread_mutex_unlock(&s->lock);
 	eos_node_free(n);
 }
@@ -205,7 +148,7 @@ eos_node_forget(struct eos_view *v, uint64_t ino, uint64_t count)
 	pthread_mutex_lock(&s->lock);
 	n->nlookup -= EOS_MIN(count, n->nlookup);
 	if (n->nlookup == 0 && n->opens == 0 && (!(n->flags & EOS_NODE_UPPER) || n->nlink == 0)) {
-		slot_clear(s, ino);
+		eos_table_remove(s, n);
 		identity_drop(v, n);
 		drop = true;
 	}
@@ -443,6 +386,56 @@ identity_drop(struct eos_view *v, struct eos_node *n)
 	n->flags &= ~(unsigned)EOS_NODE_REMAPPED;
 }
 
+struct eos_lower *
+eos_lower_new(const struct eos_stat *st)
+{
+	bool inl = st->content.kind == EOS_CONTENT_INLINE;
+	size_t len = inl ? EOS_MIN(st->content.inline_len, (uint32_t)EOS_INLINE_MAX) : 0;
+	struct eos_lower *l = malloc(sizeof(*l) + len);
+
+	if (!l)
+		return NULL;
+	*l = (struct eos_lower){ .version = st->version,
+				 .floor = st->floor,
+				 .content_size = st->content.size,
+				 .digest = st->content.digest,
+				 .nxattrs = st->nxattrs,
+				 .inline_len = (uint16_t)len,
+				 .kind = (uint8_t)st->kind,
+				 .content_kind = (uint8_t)st->content.kind };
+	memcpy(l->inline_data, st->content.inline_data, len);
+	return l;
+}
+
+void
+eos_lower_dir(const struct eos_lower *l, struct eos_stat *ret)
+{
+	memset(ret, 0, offsetof(struct eos_stat, content));
+	ret->kind = (enum eos_kind)l->kind;
+	ret->floor = l->floor;
+	ret->version = l->version;
+	ret->nxattrs = l->nxattrs;
+}
+
+void
+eos_lower_content(const struct eos_lower *l, struct eos_content *ret)
+{
+	ret->kind = (enum eos_content_kind)l->content_kind;
+	ret->size = l->content_size;
+	ret->digest = l->digest;
+	ret->inline_len = l->inline_len;
+	memcpy(ret->inline_data, l->inline_data, l->inline_len);
+}
+
+int
+eos_lower_open(struct eos_view *v, const struct eos_node *n, struct eos_file **ret)
+{
+	struct eos_content c;
+
+	eos_lower_content(n->lst, &c);
+	return eos_store_file_open_content(v->store, &c, ret, NULL);
+}
+
 uint32_t
 eos_node_kind_type(enum eos_kind k)
 {
@@ -504,14 +497,13 @@ node_build(struct eos_view *v, uint64_t ino, const struct eos_node *parent, cons
 		n->nlink = eos_links_count(v, lst->link_group);
 	n->parent = parent->ino;
 	n->name = strdup(name);
-	n->lst = malloc(sizeof(*lst));
+	n->lst = eos_lower_new(lst);
 	n->lower = path;
 	if (!n->name || !n->lst) {
 		n->lower = NULL; /* the caller keeps path */
 		eos_node_free(n);
 		return NULL;
 	}
-	*n->lst = *lst;
 	return n;
 }
 
@@ -536,7 +528,7 @@ place_fresh(struct eos_view *v, struct eos_table_shard *s, struct eos_node *fres
 		return PLACE_MOVED;
 	if (remapped && remap_update(v, path, group, REMAP_PUT, fresh->ino, NULL) < 0)
 		return PLACE_NOMEM;
-	if (insert_locked(s, fresh) < 0)
+	if (eos_table_insert(s, fresh) < 0)
 		return PLACE_NOMEM;
 	if (remapped)
 		fresh->flags |= EOS_NODE_REMAPPED;
@@ -553,12 +545,10 @@ place(struct eos_view *v, uint64_t ino, const char *path, uint64_t group, struct
       bool ref, struct eos_node **ret)
 {
 	struct eos_table_shard *s = shard_of(v, ino);
-	union eos_hashmap_value *slot;
 	enum place where = PLACE_FREE;
 
 	pthread_mutex_lock(&s->lock);
-	slot = table_find(s, ino);
-	*ret = slot ? slot->ptr : NULL;
+	*ret = eos_table_find(s, ino);
 	if (*ret && eos_node_has_identity(*ret, path, group)) {
 		(*ret)->nlookup += ref ? 1 : 0;
 		where = PLACE_FOUND;

@@ -116,13 +116,10 @@ static int
 collect(struct reset *rs)
 {
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
-		struct eos_hashmap_iter it = { 0 };
+		struct eos_node_iter it = { 0 };
+		struct eos_node *n;
 
-		while (eos_hashmap_next(&rs->v->shards[i].nodes, &it)) {
-			struct eos_node *n = it.value->ptr;
-
-			if (!n)
-				continue;
+		while ((n = eos_table_next(&rs->v->shards[i], &it))) {
 			if (eos_buf_array_reserve(&rs->nodes, &rs->cap, rs->n, sizeof(*rs->nodes),
 						  64) < 0)
 				return -ENOMEM;
@@ -206,7 +203,7 @@ mirror(struct reset *rs, struct eos_node *n, const char *path, const struct eos_
 {
 	bool changed = entry_changed(n, path, st);
 	char *lower = strdup(path);
-	struct eos_stat *lst = malloc(sizeof(*lst));
+	struct eos_lower *lst = eos_lower_new(st);
 	int r = lower && lst ? 0 : -ENOMEM;
 
 	if (r == 0 && changed && n->flags & EOS_NODE_UPPER && eos_node_is_dir(n))
@@ -221,7 +218,6 @@ mirror(struct reset *rs, struct eos_node *n, const char *path, const struct eos_
 		return r;
 	}
 	drop_session_state(n);
-	*lst = *st;
 	free(n->lst);
 	n->lst = lst;
 	free(n->lower);

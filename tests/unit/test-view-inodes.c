@@ -54,6 +54,8 @@ setup(void)
 	fx = eos_test_fixture_open();
 	src_file(src, "a.txt", "a");
 	src_file(src, "dir/sub/y.txt", "y");
+	src_file(src, "dir/f1", "1");
+	src_file(src, "dir/f2", "2");
 	src_file(src, "links/one", "linked");
 	ck_assert_int_ge(asprintf(&a, "%s/links/one", src), 0);
 	ck_assert_int_ge(asprintf(&b, "%s/links/two", src), 0);
@@ -113,9 +115,7 @@ nodes(struct eos_view *v)
 	size_t n = 0;
 
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++)
-		for (struct eos_hashmap_iter it = { 0 };
-		     eos_hashmap_next(&v->shards[i].nodes, &it);)
-			n += it.value->ptr != NULL;
+		n += v->shards[i].count;
 	return n;
 }
 
@@ -245,6 +245,72 @@ START_TEST(test_collision_remapped)
 }
 END_TEST
 
+/* Read dir's listing from off to its end: the names, in order, into names (NUL-separated). */
+static uint64_t
+read_listing(struct eos_view *v, struct eos_node *dir, uint64_t off, char *names, size_t size)
+{
+	size_t used = 0;
+
+	for (;;) {
+		struct eos_dir_snapshot batch = { 0 };
+
+		ck_rc(eos_dirlist_read(v, dir, off, 100, &batch), 0);
+		if (batch.n == 0)
+			break;
+		for (size_t i = 0; i < batch.n; i++) {
+			size_t len = strlen(batch.v[i].name) + 1;
+
+			ck_assert_uint_lt(used + len, size);
+			memcpy(names + used, batch.v[i].name, len);
+			used += len;
+			off = batch.v[i].cookie;
+		}
+		eos_dir_snapshot_release(&batch);
+	}
+	names[used] = 0;
+	return off;
+}
+
+/*
+ * A listing read to its end is dropped (a walk keeps none); a change of the directory takes it
+ * again first, so an offset handed out before still resumes after the names already read, and
+ * the directory's link count stays right.
+ */
+START_TEST(test_listing_dropped)
+{
+	struct eos_view *v = view_open("s1");
+	struct eos_node *dir = tv_lookup(v, "dir");
+	static char all[65536], rest[65536];
+	struct eos_dir_snapshot first = { 0 };
+	struct stat st;
+	uint64_t mid;
+
+	read_listing(v, dir, 0, all, sizeof(all));
+	ck_assert_ptr_null(dir->list);
+	ck_rc(eos_dirlist_read(v, dir, 0, 1, &first), 0); /* a reader stops after one name */
+	ck_assert_uint_eq(first.n, 1);
+	mid = first.v[0].cookie;
+	eos_dir_snapshot_release(&first);
+	read_listing(v, dir, 0, all, sizeof(all)); /* another reads to the end: dropped */
+	ck_assert_ptr_null(dir->list);
+	ck_rc(eos_fs_getattr(v, dir, &st), 0);
+	ck_assert_uint_eq(st.st_nlink, 3); /* dir/sub */
+	tv_make(v, "dir", "a-new-dir", S_IFDIR | 0755, NULL);
+	ck_rc(eos_fs_getattr(v, dir, &st), 0);
+	ck_assert_uint_eq(st.st_nlink, 4);
+	read_listing(v, dir, mid, rest, sizeof(rest));
+	/* the first reader goes on: the names after the one it read, each once, then the new one */
+	ck_assert_str_eq(all, "f1");
+	ck_assert_str_eq(all + 3, "f2");
+	ck_assert_str_eq(all + 6, "sub");
+	ck_assert_str_eq(rest, "f2");
+	ck_assert_str_eq(rest + 3, "sub");
+	ck_assert_str_eq(rest + 7, "a-new-dir");
+	ck_assert_str_eq(rest + 17, "");
+	eos_view_close(v);
+}
+END_TEST
+
 static Suite *
 inodes_suite(void)
 {
@@ -256,6 +322,7 @@ inodes_suite(void)
 	tcase_add_test(tc, test_numbers_stable);
 	tcase_add_test(tc, test_forget_releases);
 	tcase_add_test(tc, test_collision_remapped);
+	tcase_add_test(tc, test_listing_dropped);
 	suite_add_tcase(s, tc);
 	return s;
 }
