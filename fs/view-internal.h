@@ -613,3 +613,9 @@ unsigned eos_owners_setattr(const struct eos_owners *o, const struct stat *attr,
  * to the view, and libfuse 3.14 has no HANDLE_KILLPRIV_V2 to tell the view who lacks it).
  */
 int eos_owners_truncated(struct eos_view *v, struct eos_node *n, pid_t pid);
+/* mode without the set-ID bits a write, truncate or chown clears (as the kernel's
+ * should_remove_suid: set-group-ID only with group execute; directories keep both). */
+uint32_t eos_owners_killed_mode(uint32_t mode);
+/* Clear n's set-ID bits as eos_owners_killed_mode() says (with FUSE_HANDLE_KILLPRIV_V2 the
+ * kernel flags the requests that must, fs/fuse-mount.c): 1 when the mode changed, 0, -errno. */
+int eos_owners_kill_setid(struct eos_view *v, struct eos_node *n);
