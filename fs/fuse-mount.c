@@ -225,10 +225,22 @@ io_writev(int fd, struct iovec *iov, int count, void *userdata)
 	return writev(fd, iov, count);
 }
 
+/* Replies spliced from data files stay spliced (without it libfuse copies them through a
+ * buffer). Requests are never spliced in: every one must pass io_read. */
+static ssize_t
+io_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, size_t len, unsigned flags,
+	       void *userdata)
+{
+	(void)userdata;
+	return splice(fdin, offin, fdout, offout, len, flags);
+}
+
 static int
 set_io(struct eos_view_mount *m)
 {
-	static const struct fuse_custom_io io = { .read = io_read, .writev = io_writev };
+	static const struct fuse_custom_io io = { .read = io_read,
+						  .writev = io_writev,
+						  .splice_send = io_splice_send };
 
 	return fuse_session_custom_io(m->se, &io, fuse_session_fd(m->se)) == 0 ? 0 : -ENOMEM;
 }
