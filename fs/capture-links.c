@@ -70,13 +70,12 @@ any_group_node(struct eos_view *v)
 	for (size_t i = 0; i < EOS_TABLE_SHARDS && !found; i++) {
 		struct eos_table_shard *s = &v->shards[i];
 
-		pthread_mutex_lock(&s->lock);
-		for (struct eos_hashmap_iter it = { 0 };
-		     !found && eos_hashmap_next(&s->nodes, &it);) {
-			const struct eos_node *n = it.value->ptr;
+		struct eos_node_iter it = { 0 };
+		const struct eos_node *n;
 
-			found = n && n->link_group; /* never changes once the node exists */
-		}
+		pthread_mutex_lock(&s->lock);
+		while (!found && (n = eos_table_next(s, &it)))
+			found = n->link_group; /* never changes once the node exists */
 		pthread_mutex_unlock(&s->lock);
 	}
 	return found;
@@ -97,7 +96,7 @@ upper_dir(struct eos_view *v, const char *d, struct eos_node **ret)
 	if (!n)
 		return 0;
 	pthread_mutex_lock(&n->lock);
-	if (ino == EOS_ROOT_INO || n->flags & EOS_NODE_UPPER)
+	if (ino == EOS_ROOT_INO || (n->flags & EOS_NODE_UPPER && eos_node_has_identity(n, d, 0)))
 		*ret = n;
 	pthread_mutex_unlock(&n->lock);
 	return 0;
@@ -201,10 +200,9 @@ emit_member(struct eos_capture *c, struct eos_node *node, uint64_t ino, const st
 		return -ENOMEM;
 	eos_node_fill_lower(tmp, &m->st);
 	tmp->lower = strdup(m->path);
-	tmp->lst = malloc(sizeof(*tmp->lst));
+	tmp->lst = eos_lower_new(&m->st);
 	r = tmp->lower && tmp->lst ? 0 : -ENOMEM;
 	if (r == 0) {
-		*tmp->lst = m->st;
 		r = eos_capture_emit(c, tmp, path, NULL, m->path);
 	}
 	eos_node_free(tmp);
@@ -224,6 +222,8 @@ emit_group(struct eos_capture *c, const struct member *m, size_t n)
 	if (r < 0)
 		return r;
 	node = eos_node_get(c->v, ino);
+	if (node && !eos_node_has_identity(node, m[0].path, m[0].group))
+		node = NULL; /* another identity's */
 	if (node) {
 		pthread_mutex_lock(&node->lock);
 		changed = node->flags & EOS_NODE_UPPER;

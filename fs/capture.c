@@ -190,7 +190,7 @@ copy_node(struct eos_capture *c, struct eos_node *n, const char *path, const cha
 		snprintf(out->data_path, sizeof(out->data_path), "%s/%s", c->v->data_dir, name);
 		e->data_path = out->data_path;
 	} else if (S_ISREG(n->mode) && n->lst) {
-		out->content = n->lst->content;
+		eos_lower_content(n->lst, &out->content);
 		e->content = &out->content;
 	}
 	out->target = n->target ? strdup(n->target) : NULL;

@@ -102,12 +102,11 @@ eos_view_check(struct eos_view *v, eos_view_check_fn fn, void *ctx, struct eos_e
 		return eos_error_set(err, -EINVAL, "check of session '%s': open it to inspect",
 				     v->session ? v->session : "?");
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
-		struct eos_hashmap_iter it = { 0 };
+		struct eos_node_iter it = { 0 };
+		struct eos_node *n;
 
-		while (eos_hashmap_next(&v->shards[i].nodes, &it)) {
-			struct eos_node *n = it.value->ptr;
-
-			if (!n || !(n->flags & EOS_NODE_UPPER) || n->nlink == 0)
+		while ((n = eos_table_next(&v->shards[i], &it))) {
+			if (!(n->flags & EOS_NODE_UPPER) || n->nlink == 0)
 				continue;
 			if (n->flags & EOS_NODE_DATA)
 				check_data(&c, n);

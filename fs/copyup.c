@@ -148,7 +148,7 @@ copy_content(struct eos_view *v, struct eos_node *n, int fd)
 	if (!buf)
 		return -ENOMEM;
 	r = eos_fs_room(v, n->size);
-	r = r ?: eos_store_file_open_content(v->store, &n->lst->content, &f, NULL);
+	r = r ?: eos_lower_open(v, n, &f);
 	while (r == 0 && off < n->size) {
 		ssize_t got = eos_file_pread(f, buf, COPY_BLOCK, off, NULL);
 

@@ -379,11 +379,10 @@ load_lower(struct eos_view *v, struct eos_node *n)
 			      v->session, (unsigned long)n->ino, n->lower);
 		return 0;
 	}
-	n->lst = malloc(sizeof(st));
+	n->lst = eos_lower_new(&st);
 	if (!n->lst)
 		return -ENOMEM;
-	*n->lst = st;
-	return eos_node_identity_set(v, n->lower, n->link_group, n->ino);
+	return eos_node_identity_set(v, n);
 }
 
 static int
@@ -398,7 +397,8 @@ load_node(struct load *l, uint64_t ino, const void *val, size_t vlen)
 		eos_node_free(n);
 		return r;
 	}
-	l->max_ino = EOS_MAX(l->max_ino, ino);
+	if (ino < EOS_INO_DERIVED)
+		l->max_ino = EOS_MAX(l->max_ino, ino);
 	return 0;
 }
 
@@ -414,7 +414,7 @@ load_dirent(struct load *l, const uint8_t *key, size_t klen, const void *val, si
 	if (!p)
 		return 0; /* left behind by a removed directory */
 	value = eos_get_le64(val);
-	if (value != EOS_DIRENT_WHITEOUT)
+	if (value < EOS_INO_DERIVED)
 		l->max_ino = EOS_MAX(l->max_ino, value);
 	if (eos_hashmap_get_or_insert(&p->dirents, key + 8, klen - 8, &slot) < 0)
 		return -ENOMEM;

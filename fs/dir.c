@@ -26,9 +26,12 @@ has_lower(const struct eos_node *p)
 static int
 lower_lookup(struct eos_view *v, struct eos_node *p, const char *name, struct eos_stat *ret)
 {
+	struct eos_stat dir;
+
 	if (!has_lower(p))
 		return -ENOENT;
-	return eos_tree_lookup_child(v->tree, p->lower, p->lst, name, ret, NULL);
+	eos_lower_dir(p->lst, &dir);
+	return eos_tree_lookup_child(v->tree, p->lower, &dir, name, ret, NULL);
 }
 
 int
@@ -86,6 +89,7 @@ eos_dir_apply(struct eos_view *v, struct eos_node *p, const char *name, uint64_t
 	bool linked = value != EOS_DIRENT_ABSENT && value != EOS_DIRENT_WHITEOUT;
 	struct eos_node *n = linked ? eos_node_get(v, value) : NULL;
 
+	eos_dirlist_prepare(v, p); /* before the change: the cookies it handed out */
 	if (slot) {
 		if (slot->u64 == EOS_DIRENT_ABSENT && value != EOS_DIRENT_ABSENT)
 			p->dirents_absent--;

@@ -10,6 +10,11 @@
  * is above the offset, so an offset stays valid while the directory changes: a name present
  * throughout is returned exactly once, a removed one no more, an added one at the end. No state
  * lives in the open directory, which lets the kernel skip opendir/releasedir altogether.
+ *
+ * A listing read to its end while the directory has not changed since it was taken is dropped
+ * (the kernel keeps what it read): taken again from the same state it gives every name the same
+ * cookie, and the first change of such a directory takes it again before the change applies, so
+ * that offsets handed out stay valid. A walk of a large tree so keeps no listing.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +29,7 @@ struct eos_dirlist {
 	size_t n, cap, live;
 	uint64_t next_cookie;
 	struct eos_hashmap index; /* name → position + 1 in v; 0 once removed */
+	bool pristine;		  /* no change since it was taken */
 };
 
 void
@@ -85,8 +91,10 @@ list_build(struct eos_view *v, struct eos_node *p)
 	struct eos_dirlist *l = calloc(1, sizeof(*l));
 	int r = l ? eos_dir_snapshot(v, p, &s) : -ENOMEM;
 
-	if (l)
+	if (l) {
 		l->next_cookie = EOS_DIRLIST_FIRST;
+		l->pristine = true;
+	}
 	for (size_t i = 0; r == 0 && i < s.n; i++) {
 		r = list_append(l, s.v[i].name, s.v[i].ino, s.v[i].type);
 		if (r == 0)
@@ -98,7 +106,23 @@ list_build(struct eos_view *v, struct eos_node *p)
 		return r;
 	}
 	p->list = l;
+	p->flags &= ~(unsigned)EOS_NODE_LISTED;
 	return 0;
+}
+
+void
+eos_dirlist_prepare(struct eos_view *v, struct eos_node *p)
+{
+	/* the subdirectory count may be ahead of the dirents already (taking a listing counts) */
+	uint64_t subdirs = p->subdirs;
+	unsigned known = p->flags & EOS_NODE_SUBDIRS;
+
+	if (p->list || !(p->flags & EOS_NODE_LISTED))
+		return;
+	if (list_build(v, p) < 0)
+		p->flags &= ~(unsigned)EOS_NODE_LISTED; /* out of memory: offsets restart */
+	p->subdirs = subdirs;
+	p->flags = (p->flags & ~(unsigned)EOS_NODE_SUBDIRS) | known;
 }
 
 void
@@ -110,6 +134,7 @@ eos_dirlist_update(struct eos_node *p, const char *name, uint64_t ino, uint32_t 
 
 	if (!l)
 		return;
+	l->pristine = false;
 	slot = eos_hashmap_find(&l->index, name, strlen(name));
 	if (slot && slot->u64 && ino) { /* replaced: same cookie */
 		l->v[slot->u64 - 1].ino = ino;
@@ -180,6 +205,12 @@ eos_dirlist_read(struct eos_view *v, struct eos_node *p, uint64_t off, size_t ma
 		out = &ret->v[ret->n++];
 		*out = *e;
 		out->name = name;
+	}
+	if (r == 0 && ret->n == 0 && l->pristine && list_seek(l, off) >= l->n) {
+		eos_dirlist_free(
+			l); /* read to its end: taken again from the same state if needed */
+		p->list = NULL;
+		p->flags |= EOS_NODE_LISTED;
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (r < 0)

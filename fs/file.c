@@ -234,7 +234,7 @@ open_locked(struct eos_view *v, struct eos_node *n, struct eos_handle *h)
 	if (r == 0 && n->flags & EOS_NODE_DATA)
 		r = eos_data_open(v, n);
 	else if (r == 0 && S_ISREG(n->mode) && n->lst)
-		r = eos_store_file_open_content(v->store, &n->lst->content, &h->lower, NULL);
+		r = eos_lower_open(v, n, &h->lower);
 	h->lower_gen = n->gen;
 	if (r == 0 && h->writer) {
 		/* writeback mode: writes are attributed per file (see eos_view_options) */
@@ -345,8 +345,7 @@ lower_current(struct eos_view *v, struct eos_handle *h)
 		eos_file_close(h->lower);
 		h->lower = NULL;
 		if (S_ISREG(n->mode) && n->lst)
-			r = eos_store_file_open_content(v->store, &n->lst->content, &h->lower,
-							NULL);
+			r = eos_lower_open(v, n, &h->lower);
 		h->lower_gen = r == 0 ? n->gen : h->lower_gen;
 	}
 	pthread_mutex_unlock(&n->lock);

@@ -8,8 +8,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fuse.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -153,6 +156,95 @@ eos_view_sync_mounts(struct eos_view *v)
 	pthread_mutex_unlock(&v->mounts_lock);
 }
 
+/* --- the mount's I/O: FUSE_HANDLE_KILLPRIV_V2 ------------------------------------------------ */
+
+/*
+ * With FUSE_HANDLE_KILLPRIV_V2 the kernel stops asking for security.capability before every
+ * write (a GETXATTR per write(2)) and for the attributes before a chown that clears set-ID bits
+ * (a GETATTR), and leaves the clearing to the view, flagging the requests that must clear.
+ * libfuse 3.14 knows neither the INIT flag nor the request flags, so the mount reads and writes
+ * /dev/fuse through these hooks (fuse_session_custom_io): a request and its answer are handled
+ * on the thread that read it, so the flags of the last request read are per thread.
+ */
+static _Thread_local unsigned request_kills;
+
+unsigned
+eos_mount_request_kills(void)
+{
+	return request_kills;
+}
+
+static void
+note_request(struct eos_view_mount *m, const void *buf, size_t len)
+{
+	const struct fuse_in_header *h = buf;
+	const void *arg = (const char *)buf + sizeof(*h);
+	size_t alen = len - sizeof(*h);
+
+	request_kills = 0;
+	if (h->opcode == FUSE_INIT && alen >= offsetof(struct fuse_init_in, flags2)) {
+		const struct fuse_init_in *in = arg;
+
+		m->killpriv_offered = in->flags & FUSE_HANDLE_KILLPRIV_V2;
+		m->init_unique = h->unique;
+	} else if (h->opcode == FUSE_WRITE && alen >= sizeof(struct fuse_write_in)) {
+		if (((const struct fuse_write_in *)arg)->write_flags & FUSE_WRITE_KILL_SUIDGID)
+			request_kills = EOS_KILL_WRITE;
+	} else if (h->opcode == FUSE_OPEN && alen >= sizeof(struct fuse_open_in)) {
+		if (((const struct fuse_open_in *)arg)->open_flags & FUSE_OPEN_KILL_SUIDGID)
+			request_kills = EOS_KILL_OPEN;
+	}
+}
+
+static ssize_t
+io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	ssize_t r = read(fd, buf, len);
+
+	if (r >= (ssize_t)sizeof(struct fuse_in_header))
+		note_request(userdata, buf, (size_t)r);
+	return r;
+}
+
+/* The reply to INIT asks for HANDLE_KILLPRIV_V2 when the kernel offered it. */
+static ssize_t
+io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	struct eos_view_mount *m = userdata;
+	const struct fuse_out_header *h = iov[0].iov_base;
+
+	if (m->init_unique && count >= 2 && iov[0].iov_len >= sizeof(*h) &&
+	    h->unique == m->init_unique) {
+		m->init_unique = 0;
+		if (h->error == 0 && m->killpriv_offered &&
+		    iov[1].iov_len >= offsetof(struct fuse_init_out, flags) + sizeof(uint32_t)) {
+			((struct fuse_init_out *)iov[1].iov_base)->flags |= FUSE_HANDLE_KILLPRIV_V2;
+			m->killpriv_v2 = true;
+		}
+	}
+	return writev(fd, iov, count);
+}
+
+/* Replies spliced from data files stay spliced (without it libfuse copies them through a
+ * buffer). Requests are never spliced in: every one must pass io_read. */
+static ssize_t
+io_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, size_t len, unsigned flags,
+	       void *userdata)
+{
+	(void)userdata;
+	return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+static int
+set_io(struct eos_view_mount *m)
+{
+	static const struct fuse_custom_io io = { .read = io_read,
+						  .writev = io_writev,
+						  .splice_send = io_splice_send };
+
+	return fuse_session_custom_io(m->se, &io, fuse_session_fd(m->se)) == 0 ? 0 : -ENOMEM;
+}
+
 static int
 set_nonblocking(int fd)
 {
@@ -196,6 +288,10 @@ eos_view_mount(struct eos_view *v, const char *mountpoint,
 	}
 	m->mounted = true;
 	m->host_served = o->host_served;
+	if (set_io(m) < 0) {
+		eos_view_mount_free(m);
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	}
 	if (m->host_served && set_nonblocking(fuse_session_fd(m->se)) < 0) {
 		r = eos_neg_errno();
 		eos_view_mount_free(m);

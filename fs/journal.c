@@ -358,12 +358,11 @@ checkpoint_loaded(struct eos_view *v)
 	bool ok = true;
 
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
-		struct eos_hashmap_iter it = { 0 };
+		struct eos_node_iter it = { 0 };
+		struct eos_node *n;
 
-		while (eos_hashmap_next(&v->shards[i].nodes, &it)) {
-			struct eos_node *n = it.value->ptr;
-
-			if (n && n->flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY))
+		while ((n = eos_table_next(&v->shards[i], &it))) {
+			if (n->flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY))
 				ok = eos_delta_flush_node(v, n, false) == 0 && ok;
 		}
 	}

@@ -20,7 +20,22 @@ struct eos_view_mount {
 	/* served by a host's threads (eos_view_mount_receive/process): no splice, whose per-thread
 	 * pipes libfuse frees only when a thread exits */
 	bool host_served;
+	/*
+	 * FUSE_HANDLE_KILLPRIV_V2, which libfuse 3.14 can neither ask for nor decode: the mount's
+	 * I/O (fuse-mount.c) sees the kernel offer it in INIT, adds it to the reply, and notes the
+	 * kill flags of each WRITE and OPEN request it reads (eos_mount_request_kills).
+	 */
+	uint64_t init_unique; /* the INIT request, until its reply is written */
+	bool killpriv_offered;
+	bool killpriv_v2; /* granted: the view clears set-ID bits on the kernel's word */
 };
+
+/* The kill flags of the request the calling thread read last (with killpriv_v2). */
+enum eos_request_kills {
+	EOS_KILL_WRITE = 1 << 0, /* WRITE by a caller without CAP_FSETID */
+	EOS_KILL_OPEN = 1 << 1,	 /* OPEN with O_TRUNC by a caller without CAP_FSETID */
+};
+unsigned eos_mount_request_kills(void);
 
 /* The operation table of every mount (fs/ops.c). */
 extern const struct fuse_lowlevel_ops eos_fs_ops;

@@ -172,11 +172,22 @@ serve_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 {
 	NODE_OR_FAIL(n, req, ino);
 	const struct eos_owners *o = &mount_of(req)->owners;
+	unsigned valid = eos_owners_setattr(o, attr, setattr_valid(to_set));
 	struct stat st;
-	int r = eos_fs_setattr(view_of(req), n, attr,
-			       eos_owners_setattr(o, attr, setattr_valid(to_set)), &st);
+	int r = 0;
 
 	(void)fi;
+	if (mount_of(req)->killpriv_v2 && to_set & FUSE_SET_ATTR_KILL_SUID) {
+		/* a chown, or a truncate by a caller without CAP_FSETID: clear the set-ID bits */
+		r = valid & EOS_SET_MODE ? 0 : eos_fs_getattr(view_of(req), n, &st);
+		if (r == 0 && !(valid & EOS_SET_MODE))
+			attr->st_mode = st.st_mode;
+		if (eos_owners_killed_mode(attr->st_mode) != attr->st_mode) {
+			attr->st_mode = eos_owners_killed_mode(attr->st_mode);
+			valid |= EOS_SET_MODE;
+		}
+	}
+	r = r ?: eos_fs_setattr(view_of(req), n, attr, valid, &st);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -301,6 +312,22 @@ open_reply(struct fuse_file_info *fi, struct eos_handle *h)
 	fi->noflush = 1;
 }
 
+/*
+ * Clear n's set-ID bits on the kernel's word (killpriv_v2: a WRITE or an OPEN with O_TRUNC by a
+ * caller without CAP_FSETID). The kernel keeps the mode it had cached (a stat asking only for
+ * the mode would show it): have it forget n's attributes, not its pages, whose locks the
+ * request may hold.
+ */
+static int
+killed(fuse_req_t req, struct eos_node *n)
+{
+	int r = eos_owners_kill_setid(view_of(req), n);
+
+	if (r > 0)
+		fuse_lowlevel_notify_inval_inode(mount_of(req)->se, n->ino, -1, 0);
+	return r < 0 ? r : 0;
+}
+
 static void
 serve_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -309,7 +336,11 @@ serve_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct eos_handle *h;
 	int r = eos_fs_open(view_of(req), &ctx, n, fi->flags, &h);
 
-	if (r == 0 && fi->flags & O_TRUNC) {
+	if (r == 0 && fi->flags & O_TRUNC && mount_of(req)->killpriv_v2) {
+		r = eos_mount_request_kills() & EOS_KILL_OPEN ? killed(req, n) : 0;
+		if (r < 0)
+			eos_fs_release(view_of(req), h);
+	} else if (r == 0 && fi->flags & O_TRUNC) {
 		r = eos_owners_truncated(view_of(req), n, ctx.pid);
 		if (r < 0)
 			eos_fs_release(view_of(req), h);
@@ -380,9 +411,14 @@ static void
 serve_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 	    struct fuse_file_info *fi)
 {
-	ssize_t got = eos_fs_write(view_of(req), handle_of(fi), buf, size, (uint64_t)off);
+	struct eos_handle *h = handle_of(fi);
+	ssize_t got = 0;
 
 	(void)ino;
+	/* a caller without CAP_FSETID writes: clear the set-ID bits first (killpriv_v2) */
+	if (mount_of(req)->killpriv_v2 && eos_mount_request_kills() & EOS_KILL_WRITE)
+		got = killed(req, h->node);
+	got = got ?: eos_fs_write(view_of(req), h, buf, size, (uint64_t)off);
 	if (got < 0)
 		fuse_reply_err(req, (int)-got);
 	else

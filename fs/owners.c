@@ -83,19 +83,37 @@ has_fsetid(pid_t pid)
 int
 eos_owners_truncated(struct eos_view *v, struct eos_node *n, pid_t pid)
 {
-	struct stat st, out;
-	mode_t kill = 0;
+	struct stat st;
 	int r = eos_fs_getattr(v, n, &st);
 
-	if (r < 0 || !S_ISREG(st.st_mode))
+	if (r < 0 || !S_ISREG(st.st_mode) || eos_owners_killed_mode(st.st_mode) == st.st_mode ||
+	    has_fsetid(pid))
 		return r;
-	if (st.st_mode & S_ISUID)
-		kill |= S_ISUID;
-	if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
-		kill |= S_ISGID; /* without group execute it marks mandatory locking, no privilege
-				  */
-	if (!kill || has_fsetid(pid))
-		return 0;
-	st.st_mode &= ~kill;
-	return eos_fs_setattr(v, n, &st, EOS_SET_MODE, &out);
+	r = eos_owners_kill_setid(v, n);
+	return r < 0 ? r : 0;
+}
+
+uint32_t
+eos_owners_killed_mode(uint32_t mode)
+{
+	if (S_ISDIR(mode))
+		return mode;
+	mode &= ~(uint32_t)S_ISUID;
+	/* without group execute, set-group-ID marks mandatory locking: no privilege */
+	if (mode & S_IXGRP)
+		mode &= ~(uint32_t)S_ISGID;
+	return mode;
+}
+
+int
+eos_owners_kill_setid(struct eos_view *v, struct eos_node *n)
+{
+	struct stat st, out;
+	int r = eos_fs_getattr(v, n, &st);
+
+	if (r < 0 || eos_owners_killed_mode(st.st_mode) == st.st_mode)
+		return r;
+	st.st_mode = eos_owners_killed_mode(st.st_mode);
+	r = eos_fs_setattr(v, n, &st, EOS_SET_MODE, &out);
+	return r < 0 ? r : 1;
 }

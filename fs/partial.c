@@ -43,7 +43,7 @@ lower_file(struct eos_view *v, struct eos_node *n)
 		return 0;
 	if (!n->lst)
 		return -EIO;
-	return eos_store_file_open_content(v->store, &n->lst->content, &n->lower_file, NULL);
+	return eos_lower_open(v, n, &n->lower_file);
 }
 
 /* Fill buf with the lower bytes of [off, off + len) (zeros beyond lower_limit). n locked. */

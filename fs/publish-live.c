@@ -140,15 +140,14 @@ every_node(struct eos_view *v, uint64_t **ret, size_t *ret_n, struct eos_error *
 	size_t n = 0, cap = 0;
 
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
-		struct eos_hashmap_iter it = { 0 };
+		struct eos_node_iter it = { 0 };
+		struct eos_node *node;
 		int r = 0;
 
 		pthread_mutex_lock(&v->shards[i].lock);
-		while (r == 0 && eos_hashmap_next(&v->shards[i].nodes, &it)) {
-			struct eos_node *node = it.value->ptr;
-
-			r = node ? eos_buf_array_reserve(&inos, &cap, n, sizeof(*inos), 64) : 0;
-			if (node && r == 0)
+		while (r == 0 && (node = eos_table_next(&v->shards[i], &it))) {
+			r = eos_buf_array_reserve(&inos, &cap, n, sizeof(*inos), 64);
+			if (r == 0)
 				inos[n++] = node->ino;
 		}
 		pthread_mutex_unlock(&v->shards[i].lock);

@@ -5,10 +5,11 @@
  *
  * The kernel holds inode numbers (lookups, open files, working directories) that must stay
  * valid, so no node is freed or renumbered: every node at a path of the new version becomes a
- * mirror of that path (a lower node, its identity mapped to its inode number so that a lookup
- * finds it again), and every other node is detached (unlinked: open files keep their data file,
- * nothing of them is ever written again). Handles find their node's new content through
- * node->gen (file.c). What the kernel may have cached differently is listed for invalidation.
+ * mirror of that path (a lower node, its identity remapped to its inode number when that is not
+ * the derived one, so that a lookup finds it again), and every other node is detached (unlinked:
+ * open files keep their data file, nothing of them is ever written again). Handles find their
+ * node's new content through node->gen (file.c). What the kernel may have cached differently is
+ * listed for invalidation.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -115,13 +116,10 @@ static int
 collect(struct reset *rs)
 {
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
-		struct eos_hashmap_iter it = { 0 };
+		struct eos_node_iter it = { 0 };
+		struct eos_node *n;
 
-		while (eos_hashmap_next(&rs->v->shards[i].nodes, &it)) {
-			struct eos_node *n = it.value->ptr;
-
-			if (!n)
-				continue;
+		while ((n = eos_table_next(&rs->v->shards[i], &it))) {
 			if (eos_buf_array_reserve(&rs->nodes, &rs->cap, rs->n, sizeof(*rs->nodes),
 						  64) < 0)
 				return -ENOMEM;
@@ -205,7 +203,7 @@ mirror(struct reset *rs, struct eos_node *n, const char *path, const struct eos_
 {
 	bool changed = entry_changed(n, path, st);
 	char *lower = strdup(path);
-	struct eos_stat *lst = malloc(sizeof(*lst));
+	struct eos_lower *lst = eos_lower_new(st);
 	int r = lower && lst ? 0 : -ENOMEM;
 
 	if (r == 0 && changed && n->flags & EOS_NODE_UPPER && eos_node_is_dir(n))
@@ -220,7 +218,6 @@ mirror(struct reset *rs, struct eos_node *n, const char *path, const struct eos_
 		return r;
 	}
 	drop_session_state(n);
-	*lst = *st;
 	free(n->lst);
 	n->lst = lst;
 	free(n->lower);
@@ -233,7 +230,7 @@ mirror(struct reset *rs, struct eos_node *n, const char *path, const struct eos_
 	if (st->kind == EOS_KIND_FILE && st->link_group)
 		n->nlink = changed ? eos_links_count(rs->v, st->link_group) : nlink;
 	n->gen++;
-	return eos_node_identity_set(rs->v, path, st->link_group, n->ino);
+	return eos_node_identity_set(rs->v, n);
 }
 
 /* n is nowhere at the new version: unlinked, never written again; the kernel forgets it. */
@@ -246,7 +243,7 @@ detach(struct reset *rs, struct eos_node *n)
 		r = inval_entry(rs->iv, n->parent, n->name, strlen(n->name));
 	r = r ?: inval_ino(rs->iv, n->ino);
 	n->nlink = 0;
-	n->flags &= ~(unsigned)EOS_NODE_QUEUED;
+	n->flags &= ~(unsigned)(EOS_NODE_QUEUED | EOS_NODE_REMAPPED); /* the remaps were reset */
 	if (n->flags & EOS_NODE_UPPER)
 		n->flags |= EOS_NODE_GONE; /* its records are gone with the reset */
 	n->gen++;
@@ -305,8 +302,7 @@ empty_data_dir(struct eos_view *v, struct eos_error *err)
 static void
 reset_maps(struct eos_view *v)
 {
-	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++)
-		eos_hashmap_release(&v->idshards[i].ids);
+	eos_node_identities_reset(v);
 	pthread_mutex_lock(&v->links_lock);
 	eos_hashmap_release(&v->links);
 	v->links_loaded = false;

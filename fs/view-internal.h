@@ -6,8 +6,10 @@
  * origin path at the view's version) and "upper" once the session changed it: then it has a
  * node record in the delta, and every directory on its primary path is upper too, holding a
  * dirent (name → inode, or a whiteout) for it. Lower nodes are created by lookup and freed when
- * the kernel forgets them; their inode numbers stay reserved for the life of the mount in an
- * identity map (origin path or hard-link group → inode), so a re-lookup gets the same number.
+ * the kernel forgets them. Their inode number derives from their identity (origin path, or
+ * hard-link group): a re-lookup, a remount or another session of the sandbox gets the same one.
+ * Only a node whose number is not its identity's (a hash collision, a node kept through a live
+ * publish) has an entry in the remap table, removed with the node.
  *
  * Locks: node->lock guards every field of the node except nlookup (the table shard lock).
  * Order: a parent before its children; two unrelated directories in inode-number order; table
@@ -38,6 +40,9 @@ enum {
 	EOS_TIDY_AFTER = 4096,		  /* freed nodes before their memory is given back */
 };
 
+/* Inode numbers with this bit derive from a lower identity; the others come from a counter. */
+#define EOS_INO_DERIVED (UINT64_C(1) << 63)
+
 struct eos_dirlist;
 
 enum eos_node_flags {
@@ -53,8 +58,27 @@ enum eos_node_flags {
 	EOS_NODE_GONE = 1 << 9,		/* last link removed: record deleted, data file pending */
 	EOS_NODE_PARTIAL = 1 << 10,	/* data file holds only the `present` ranges (partial.c) */
 	EOS_NODE_QUEUED = 1 << 11,	/* waiting for the background flusher (flusher.c) */
+	EOS_NODE_REMAPPED = 1 << 12,	/* its identity is in the remap table (inode.c) */
+	EOS_NODE_LISTED = 1 << 13, /* directory: its listing was read and dropped (dirlist.c) */
 	EOS_NODE_PERSISTED = EOS_NODE_UPPER | EOS_NODE_DATA | EOS_NODE_OPAQUE |
 			     EOS_NODE_META_CHANGED | EOS_NODE_CREATED | EOS_NODE_PARTIAL,
+};
+
+/*
+ * What a node keeps of its origin's store entry: what lookups below a directory (kind, floor),
+ * opening a file's content, loading xattrs and a live publish's reset need, in as few bytes as a
+ * file's inline content allows (there is one per looked-up lower file).
+ */
+struct eos_lower {
+	uint64_t version;
+	uint64_t floor;
+	uint64_t content_size;
+	struct eos_digest digest;
+	uint32_t nxattrs;
+	uint16_t inline_len;
+	uint8_t kind;	      /* enum eos_kind */
+	uint8_t content_kind; /* enum eos_content_kind */
+	uint8_t inline_data[];
 };
 
 struct eos_xattr {
@@ -65,6 +89,7 @@ struct eos_xattr {
 
 struct eos_node {
 	uint64_t ino;
+	struct eos_node *hnext; /* next in its table bucket (table shard lock) */
 	pthread_mutex_t lock;
 	uint64_t nlookup; /* kernel references (table shard lock) */
 	unsigned opens;	  /* open file handles */
@@ -78,7 +103,7 @@ struct eos_node {
 	uint64_t parent; /* primary link, for copying ancestors up */
 	char *name;
 	char *lower;		    /* origin path at the view version; NULL: none */
-	struct eos_stat *lst;	    /* origin's store stat (dirs: lookups; files: content) */
+	struct eos_lower *lst;	    /* origin's store entry (dirs: lookups; files: content) */
 	uint64_t link_group;	    /* origin's hard-link group */
 	char *target;		    /* symlink target (loaded on first readlink for lower nodes) */
 	int data_fd;		    /* open data file, or -1 */
@@ -107,9 +132,10 @@ struct eos_node {
 
 struct eos_table_shard {
 	pthread_mutex_t lock;
-	struct eos_hashmap nodes; /* be64 ino → struct eos_node * (NULL once freed) */
-	size_t freed;		  /* NULL slots in nodes: dropped once they are the majority */
-	struct eos_hashmap ids;	  /* identity key → ino (u64), never removed */
+	struct eos_node **buckets; /* ino → node (nodetab.c): chains through node->hnext */
+	size_t cap, count;	   /* buckets, nodes */
+	struct eos_hashmap ids;	   /* remap table: identity key → ino (u64; 0: free slot) */
+	size_t freed;		   /* free slots in ids: dropped once they are the majority */
 };
 
 /* A view's side of its flusher (flusher.c; struct eos_view_flusher is the thread). */
@@ -160,7 +186,8 @@ struct eos_view {
 	char *self_owner;      /* "workspace_session:<name>" */
 	eos_view_resolve_fn resolve;
 	void *resolve_ctx;
-	_Atomic uint64_t next_ino;
+	_Atomic uint64_t next_ino; /* below EOS_INO_DERIVED */
+	_Atomic size_t remapped;   /* identities in the remap table (inode.c) */
 	struct eos_table_shard shards[EOS_TABLE_SHARDS];
 	struct eos_table_shard idshards[EOS_TABLE_SHARDS];
 	struct eos_opstable ops; /* operation ids of write logs */
@@ -202,6 +229,21 @@ struct eos_handle {
 	struct eos_handle *prev, *next; /* in v->handles */
 };
 
+/* nodetab.c: one shard of the node table (its lock held, or the view not served) */
+struct eos_node *eos_table_find(const struct eos_table_shard *s, uint64_t ino);
+/* Insert n: 0, -EEXIST when its number is taken, -ENOMEM. */
+int eos_table_insert(struct eos_table_shard *s, struct eos_node *n);
+/* Take n out; false when it was not in s. */
+bool eos_table_remove(struct eos_table_shard *s, struct eos_node *n);
+struct eos_node_iter {
+	size_t bucket;
+	struct eos_node *next;
+};
+/* The next node of s (start with a zeroed it), or NULL at the end. The node returned may be
+ * removed and freed before the next call; no other change may happen during the walk. */
+struct eos_node *eos_table_next(const struct eos_table_shard *s, struct eos_node_iter *it);
+void eos_table_release(struct eos_table_shard *s);
+
 /* inode.c: the node table */
 struct eos_node *eos_node_new(uint64_t ino);
 void eos_node_free(struct eos_node *n);
@@ -217,10 +259,20 @@ struct eos_node *eos_node_get_ref(struct eos_view *v, uint64_t ino);
 void eos_node_ref(struct eos_view *v, struct eos_node *n, uint64_t count);
 /* Drop kernel references; frees lower or unlinked nodes reaching zero. */
 void eos_node_forget(struct eos_view *v, uint64_t ino, uint64_t count);
-/* Reserve or find the inode number of an identity key (origin path or link group). */
+/*
+ * The inode number of a lower identity (path, or hard-link group when group is not 0): a hash of
+ * it with EOS_INO_DERIVED set, the same in every session and mount of every sandbox.
+ */
+uint64_t eos_node_ino_derived(const char *path, uint64_t group);
+/* The inode number the identity has in this view: its remap, else the derived one. */
 int eos_node_identity(struct eos_view *v, const char *path, uint64_t group, uint64_t *ret);
-/* Record that identity → ino (loading the delta). */
-int eos_node_identity_set(struct eos_view *v, const char *path, uint64_t group, uint64_t ino);
+/* Whether n (with an unchanging identity) is the node of the identity. */
+bool eos_node_has_identity(const struct eos_node *n, const char *path, uint64_t group);
+/* n (locked, in the table) is the node of its identity: remap it when its number is not the
+ * derived one (a node loaded from the delta, or kept through a live publish). */
+int eos_node_identity_set(struct eos_view *v, struct eos_node *n);
+/* Empty the remap table (a live publish's reset, before the kept nodes set theirs again). */
+void eos_node_identities_reset(struct eos_view *v);
 uint64_t eos_node_alloc_ino(struct eos_view *v);
 /* Fill st from n (caller holds n->lock). */
 void eos_node_stat(const struct eos_node *n, struct stat *st);
@@ -228,6 +280,14 @@ void eos_node_stat(const struct eos_node *n, struct stat *st);
  * added when ref. */
 int eos_node_from_lower(struct eos_view *v, const struct eos_node *parent, const char *name,
 			const struct eos_stat *lst, bool ref, struct eos_node **ret);
+/* What a node keeps of store entry st (malloc'd: free()), or NULL without memory. */
+struct eos_lower *eos_lower_new(const struct eos_stat *st);
+/* The directory stat eos_tree_lookup_child() needs, from l. */
+void eos_lower_dir(const struct eos_lower *l, struct eos_stat *ret);
+/* The content of a lower file, from l. */
+void eos_lower_content(const struct eos_lower *l, struct eos_content *ret);
+/* Open the lower content of file n (which has lst). Caller owns *ret. */
+int eos_lower_open(struct eos_view *v, const struct eos_node *n, struct eos_file **ret);
 /* The S_IFMT bits of a store kind, as the view shows it. */
 uint32_t eos_node_kind_type(enum eos_kind k);
 /* Set type, attributes, size and times of n from a store stat. */
@@ -274,6 +334,8 @@ void eos_dir_snapshot_release(struct eos_dir_snapshot *s);
 /* dirlist.c. Up to max entries of p with a cookie above off (locks p); caller releases. */
 int eos_dirlist_read(struct eos_view *v, struct eos_node *p, uint64_t off, size_t max,
 		     struct eos_dir_snapshot *ret);
+/* p (locked) is about to change: take again the listing it dropped, if any. */
+void eos_dirlist_prepare(struct eos_view *v, struct eos_node *p);
 /* Name now maps to ino of the given type, or is gone (ino 0). p locked. */
 void eos_dirlist_update(struct eos_node *p, const char *name, uint64_t ino, uint32_t type);
 void eos_dirlist_free(struct eos_dirlist *l);
@@ -554,3 +616,9 @@ unsigned eos_owners_setattr(const struct eos_owners *o, const struct stat *attr,
  * to the view, and libfuse 3.14 has no HANDLE_KILLPRIV_V2 to tell the view who lacks it).
  */
 int eos_owners_truncated(struct eos_view *v, struct eos_node *n, pid_t pid);
+/* mode without the set-ID bits a write, truncate or chown clears (as the kernel's
+ * should_remove_suid: set-group-ID only with group execute; directories keep both). */
+uint32_t eos_owners_killed_mode(uint32_t mode);
+/* Clear n's set-ID bits as eos_owners_killed_mode() says (with FUSE_HANDLE_KILLPRIV_V2 the
+ * kernel flags the requests that must, fs/fuse-mount.c): 1 when the mode changed, 0, -errno. */
+int eos_owners_kill_setid(struct eos_view *v, struct eos_node *n);

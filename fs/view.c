@@ -62,7 +62,7 @@ root_from_lower(struct eos_view *v, struct eos_error *err)
 	r = r ?: eos_tree_stat(v->tree, "", &st, err);
 	if (r == 0) {
 		eos_node_fill_lower(n, &st);
-		n->lst = malloc(sizeof(st));
+		n->lst = eos_lower_new(&st);
 		n->lower = strdup("");
 		n->name = strdup("");
 		n->parent = EOS_ROOT_INO;
@@ -70,7 +70,6 @@ root_from_lower(struct eos_view *v, struct eos_error *err)
 		r = n->lst && n->lower && n->name ? 0 : -ENOMEM;
 	}
 	if (r == 0) {
-		*n->lst = st;
 		r = eos_node_insert(v, n);
 	}
 	if (r < 0)
@@ -125,12 +124,11 @@ discard_orphans(struct eos_view *v)
 	size_t n = 0, cap = 0;
 
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
-		struct eos_hashmap_iter it = { 0 };
+		struct eos_node_iter it = { 0 };
+		struct eos_node *node;
 
-		while (eos_hashmap_next(&v->shards[i].nodes, &it)) {
-			struct eos_node *node = it.value->ptr;
-
-			if (!node || node->nlink > 0)
+		while ((node = eos_table_next(&v->shards[i], &it))) {
+			if (node->nlink > 0)
 				continue;
 			if (eos_buf_array_reserve(&inos, &cap, n + 1, sizeof(*inos), 16) < 0)
 				return -ENOMEM;
@@ -262,14 +260,11 @@ eos_view_persist(struct eos_view *v, bool sync, struct eos_error *err)
 	if (!v->session)
 		return 0;
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
-		struct eos_hashmap_iter it = { 0 };
+		struct eos_node_iter it = { 0 };
+		struct eos_node *n;
 
 		pthread_mutex_lock(&v->shards[i].lock);
-		while (eos_hashmap_next(&v->shards[i].nodes, &it)) {
-			struct eos_node *n = it.value->ptr;
-
-			if (!n)
-				continue;
+		while ((n = eos_table_next(&v->shards[i], &it))) {
 			if (pthread_mutex_trylock(&n->lock) != 0) {
 				r = -EAGAIN; /* busy: written by its own operation's end */
 				continue;
@@ -306,11 +301,12 @@ eos_view_close(struct eos_view *v)
 		eos_fs_release(v, v->handles);
 	pthread_mutex_destroy(&v->handles_lock);
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
-		struct eos_hashmap_iter it = { 0 };
+		struct eos_node_iter it = { 0 };
+		struct eos_node *n;
 
-		while (eos_hashmap_next(&v->shards[i].nodes, &it))
-			eos_node_free(it.value->ptr);
-		eos_hashmap_release(&v->shards[i].nodes);
+		while ((n = eos_table_next(&v->shards[i], &it)))
+			eos_node_free(n);
+		eos_table_release(&v->shards[i]);
 		eos_hashmap_release(&v->idshards[i].ids);
 		pthread_mutex_destroy(&v->shards[i].lock);
 		pthread_mutex_destroy(&v->idshards[i].lock);

@@ -11,7 +11,8 @@ UNIT_TESTS += \
 	tests/unit/test-journal \
 	tests/unit/test-publish-live \
 	tests/unit/test-fork \
-	tests/unit/test-view-paths
+	tests/unit/test-view-paths \
+	tests/unit/test-view-inodes
 
 FS_TEST_LDADD = fs/libeos-fs.a $(TEST_LDADD) $(FUSE_LIBS) -lpthread
 
@@ -40,4 +41,8 @@ tests_unit_test_view_paths_SOURCES = tests/unit/test-view-paths.c tests/unit/vie
 	tests/unit/view-util.h tests/unit/live-util.c tests/unit/live-util.h
 tests_unit_test_view_paths_CFLAGS = $(TEST_CFLAGS) $(FUSE_CFLAGS)
 tests_unit_test_view_paths_LDADD = $(FS_TEST_LDADD)
+tests_unit_test_view_inodes_SOURCES = tests/unit/test-view-inodes.c tests/unit/view-util.c \
+	tests/unit/view-util.h
+tests_unit_test_view_inodes_CFLAGS = $(TEST_CFLAGS) $(FUSE_CFLAGS)
+tests_unit_test_view_inodes_LDADD = $(FS_TEST_LDADD)
 endif
