@@ -592,16 +592,14 @@ eos_view_path_discard_temps(struct eos_view *v)
 	size_t n = 0, cap = 0;
 
 	for (size_t i = 0; i < EOS_TABLE_SHARDS; i++) {
-		struct eos_hashmap_iter it = { 0 };
+		struct eos_node_iter it = { 0 };
+		struct eos_node *node;
 
 		pthread_mutex_lock(&v->shards[i].lock);
-		while (eos_hashmap_next(&v->shards[i].nodes, &it)) {
-			struct eos_node *node = it.value->ptr;
-
-			if (node && S_ISDIR(node->mode) && node->flags & EOS_NODE_UPPER &&
+		while ((node = eos_table_next(&v->shards[i], &it)))
+			if (S_ISDIR(node->mode) && node->flags & EOS_NODE_UPPER &&
 			    eos_buf_array_reserve(&inos, &cap, n, sizeof(*inos), 16) == 0)
 				inos[n++] = node->ino;
-		}
 		pthread_mutex_unlock(&v->shards[i].lock);
 	}
 	for (size_t i = 0; i < n; i++) /* not while iterating: unlinking may change the table */
