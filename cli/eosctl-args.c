@@ -109,6 +109,9 @@ eosctl_arg_metavar(const struct eos_arg *a, char *buf, size_t n)
 	case EOS_ARG_EDITS:
 		snprintf(buf, n, "JSON");
 		return;
+	case EOS_ARG_ENV:
+		snprintf(buf, n, "NAME=VALUE");
+		return;
 	case EOS_ARG_ID:
 	case EOS_ARG_VERSION:
 		if (!a->positional) {

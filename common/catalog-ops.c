@@ -58,10 +58,23 @@ static const struct eos_arg revoke_token_args[] = {
 			    : "the workspace session (default: none, the head)"         \
 	}
 
+static const char *const networks[] = { "shared", "isolated", NULL };
+static const char *const isolations[] = { "namespaces", "none", NULL };
+
+#define NETWORK_ARG(what)                                                                   \
+	{ "network", EOS_ARG_ENUM, false, NULL, 0, 0, networks, 0,                          \
+	  what "'s network: shared (the host's, the default) or isolated (loopback only)" }
+#define ISOLATION_ARG(what)                                                                  \
+	{ "isolation", EOS_ARG_ENUM, false, NULL, 0, 0, isolations, 0,                       \
+	  what "'s commands run in their own namespaces (the default), or with none: in the " \
+	       "view's host directory, for hosts that forbid user namespaces" }
+
 static const struct eos_arg create_session_args[] = {
 	{ "workspace_session_id", EOS_ARG_ID, false, NULL, 0, 0, NULL, 0,
 	  "the new session's id (default: ws-<hex>)" },
 	{ "version", EOS_ARG_VERSION, false, NULL, 0, 0, NULL, 0, "its base (default: the head)" },
+	NETWORK_ARG("the session"),
+	ISOLATION_ARG("the session"),
 };
 
 static const struct eos_arg session_args[] = { SESSION_ARG(true) };
@@ -82,6 +95,61 @@ static const struct eos_arg fork_args[] = {
 	SESSION_ARG(true),
 	{ "new_workspace_session_id", EOS_ARG_ID, false, NULL, 0, 0, NULL, 0,
 	  "the fork's id (default: ws-<hex>)" },
+};
+
+enum {
+	CMD_MAX = (128 << 10) - 1,	     /* bytes of a command line: execve's limit for one argument */
+	YIELD_MAX_MS = 30000,		     /* the longest a reply waits for a command */
+	OUTPUT_MAX = 16 << 20,		     /* bytes of output in one reply */
+	TIMEOUT_MAX_MS = 7 * 24 * 3600 * 1000, /* a week */
+};
+
+#define YIELD_ARG                                                                            \
+	{ "yield_time_ms", EOS_ARG_INT, false, "1000", 0, YIELD_MAX_MS, NULL, 0,             \
+	  "answer after this long at the latest, with status running if the command still " \
+	  "runs" }
+#define MAX_OUTPUT_ARG                                                                    \
+	{ "max_output_bytes", EOS_ARG_INT, false, "65536", 0, OUTPUT_MAX, NULL, 0,        \
+	  "bytes of output in this reply at most (the transcript keeps all of it: "       \
+	  "read_command_lines)" }
+#define COMMAND_ARG                                                                     \
+	{ "command_session_id", EOS_ARG_ID, true, NULL, 0, 0, NULL, 1,                  \
+	  "the command, as exec_command answered" }
+
+static const struct eos_arg exec_args[] = {
+	{ "cmd", EOS_ARG_STRING, true, NULL, 0, CMD_MAX, NULL, 1,
+	  "the command line, run by bash --noprofile --norc -c in the session's namespace" },
+	{ "workspace_session_id", EOS_ARG_ID, false, NULL, 0, 0, NULL, 0,
+	  "the session (default: a new implicit one, published and destroyed when its last "
+	  "command ends)" },
+	{ "cwd", EOS_ARG_PATH, false, "\"\"", 0, 0, NULL, 0,
+	  "the working directory, relative to /workspace" },
+	{ "env", EOS_ARG_ENV, false, NULL, 0, 0, NULL, 0,
+	  "variables added to the command's cleared environment (NAME=value or a JSON object)" },
+	{ "tty", EOS_ARG_BOOL, false, "false", 0, 0, NULL, 0,
+	  "run it on a terminal (a pty); else on pipes" },
+	YIELD_ARG,
+	{ "timeout_ms", EOS_ARG_INT, false, NULL, 1, TIMEOUT_MAX_MS, NULL, 0,
+	  "kill the command and everything it started after this long (exit code 124)" },
+	MAX_OUTPUT_ARG,
+	NETWORK_ARG("an implicit session"),
+	ISOLATION_ARG("an implicit session"),
+};
+
+static const struct eos_arg stdin_args[] = {
+	COMMAND_ARG,
+	{ "chars", EOS_ARG_STRING, false, "\"\"", 0, 1 << 20, NULL, 2,
+	  "bytes for the command's input; \\u0003 (Ctrl-C) or \\u0004 (Ctrl-D) on a pipe "
+	  "cancels it" },
+	YIELD_ARG,
+	MAX_OUTPUT_ARG,
+};
+
+static const struct eos_arg lines_args[] = {
+	COMMAND_ARG,
+	{ "offset", EOS_ARG_INT, false, "1", 1, INT32_MAX, NULL, 0,
+	  "the first line of the transcript (1-based)" },
+	{ "limit", EOS_ARG_INT, false, "200", 1, 10000, NULL, 0, "lines at most" },
 };
 
 static const struct eos_arg file_read_args[] = {
@@ -205,6 +273,14 @@ static const struct eos_op ops[] = {
 	{ "fork_workspace_session", R, true, "session", "fork",
 	  "★ a new session starting from another's current state", ARGS(fork_args), false, false,
 	  false, false },
+	{ "exec_command", R, true, "exec", "",
+	  "run a command in a session's namespace; answers when it ends or at the yield",
+	  ARGS(exec_args), false, false, false, true },
+	{ "write_command_stdin", R, true, "stdin", "",
+	  "send input to a running command (Ctrl-C cancels it) and read what it printed since",
+	  ARGS(stdin_args), false, false, false, true },
+	{ "read_command_lines", R, true, "lines", "", "page through a command's whole transcript",
+	  ARGS(lines_args), true, false, true, false },
 	{ "file_read", R, true, "file", "read", "read lines of a file", ARGS(file_read_args), true,
 	  false, true, false },
 	{ "file_write", R, true, "file", "write", "write a whole file", ARGS(file_write_args),

@@ -21,6 +21,7 @@ static const char *const kind_names[] = {
 	[EOS_ARG_HOST_PATH] = "host_path",
 	[EOS_ARG_VERSION] = "version",
 	[EOS_ARG_EDITS] = "edits",
+	[EOS_ARG_ENV] = "env",
 };
 
 const char *
@@ -41,7 +42,7 @@ eos_surface_parse(const char *name)
 const char *
 eos_arg_kind_name(enum eos_arg_kind k)
 {
-	return (unsigned)k <= EOS_ARG_EDITS ? kind_names[k] : "unknown";
+	return (unsigned)k <= EOS_ARG_ENV ? kind_names[k] : "unknown";
 }
 
 const struct eos_op *
@@ -179,6 +180,50 @@ check_edits(const struct eos_arg *a, const json_t *v, struct eos_error *err)
 	return 0;
 }
 
+/* An environment name: [A-Za-z_][A-Za-z0-9_]*, at most 128 bytes. */
+static bool
+env_name_ok(const char *k)
+{
+	size_t n = strlen(k);
+
+	return n > 0 && n <= 128 && !(k[0] >= '0' && k[0] <= '9') &&
+	       strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == n;
+}
+
+static int
+check_env(const struct eos_arg *a, const json_t *v, struct eos_error *err)
+{
+	size_t max = a->max > 0 ? (size_t)a->max : EOS_CATALOG_ENV_MAX;
+	const char *k;
+	json_t *x;
+
+	if (!json_is_object(v))
+		return eos_error_set(err, -EINVAL,
+				     "argument '%s': must be an object of names and string values",
+				     a->name);
+	if (json_object_size(v) > max)
+		return eos_error_set(err, -EINVAL, "argument '%s': at most %zu variables, not %zu",
+				     a->name, max, json_object_size(v));
+	json_object_foreach((json_t *)v, k, x)
+	{
+		if (!env_name_ok(k))
+			return eos_error_set(err, -EINVAL,
+					     "argument '%s': '%s' is not a variable name "
+					     "([A-Za-z_][A-Za-z0-9_]*, at most 128 bytes)",
+					     a->name, k);
+		if (!json_is_string(x))
+			return eos_error_set(err, -EINVAL, "argument '%s': '%s' must be a string",
+					     a->name, k);
+		if (json_string_length(x) > EOS_CATALOG_ENV_VALUE_MAX ||
+		    strlen(json_string_value(x)) != json_string_length(x))
+			return eos_error_set(err, -EINVAL,
+					     "argument '%s': the value of '%s' holds a NUL byte or "
+					     "is longer than %d bytes",
+					     a->name, k, EOS_CATALOG_ENV_VALUE_MAX);
+	}
+	return 0;
+}
+
 static int
 check_int(const struct eos_arg *a, const json_t *v, struct eos_error *err)
 {
@@ -240,6 +285,8 @@ eos_catalog_check_value(const struct eos_arg *a, const json_t *v, struct eos_err
 		return check_int(a, v, err);
 	if (a->kind == EOS_ARG_EDITS)
 		return check_edits(a, v, err);
+	if (a->kind == EOS_ARG_ENV)
+		return check_env(a, v, err);
 	if (a->kind == EOS_ARG_BOOL && !json_is_boolean(v))
 		return eos_error_set(err, -EINVAL, "argument '%s': must be true or false", a->name);
 	if (a->kind == EOS_ARG_BOOL)
@@ -294,6 +341,20 @@ eos_catalog_validate(const struct eos_op *op, json_t *args, struct eos_error *er
 
 /* --- command-line words ----------------------------------------------------------------------- */
 
+/* An env word: a JSON object, or NAME=value (one variable). */
+static json_t *
+env_word(const char *word)
+{
+	const char *eq = strchr(word, '=');
+	cleanup_free char *name = NULL;
+
+	if (word[0] == '{')
+		return json_loads(word, 0, NULL);
+	if (!eq || !(name = strndup(word, (size_t)(eq - word))))
+		return NULL;
+	return json_pack("{s:s}", name, eq + 1);
+}
+
 static json_t *
 word_value(const struct eos_arg *a, const char *word)
 {
@@ -311,6 +372,8 @@ word_value(const struct eos_arg *a, const char *word)
 			       : NULL;
 	if (a->kind == EOS_ARG_EDITS)
 		return json_loads(word, 0, NULL);
+	if (a->kind == EOS_ARG_ENV)
+		return env_word(word);
 	return json_string(word);
 }
 

@@ -36,6 +36,7 @@ enum eos_arg_kind {
 	EOS_ARG_HOST_PATH, /* an absolute path on the host */
 	EOS_ARG_VERSION,   /* a layer: "L000003", "L3" or "3" */
 	EOS_ARG_EDITS,	   /* [{old_string, new_string, replace_all?}], 1 to max items */
+	EOS_ARG_ENV,	   /* {"NAME": "value"}: environment names, string values; 0 to max entries */
 };
 
 enum {
@@ -43,6 +44,8 @@ enum {
 	EOS_CATALOG_ID_MAX = 64,
 	EOS_CATALOG_PATH_MAX = 4096,
 	EOS_CATALOG_EDITS_MAX = 1000,
+	EOS_CATALOG_ENV_MAX = 256,	     /* entries of an env argument without its own max */
+	EOS_CATALOG_ENV_VALUE_MAX = 32768, /* bytes of one env value */
 };
 
 struct eos_arg {
@@ -93,7 +96,7 @@ const char *eos_surface_name(enum eos_surface s);
 /* The surface named name, or -EINVAL. */
 int eos_surface_parse(const char *name);
 
-/* "string", "integer", "boolean", "enum", "id", "path", "host_path", "version", "edits". */
+/* "string", "integer", "boolean", "enum", "id", "path", "host_path", "version", "edits", "env". */
 const char *eos_arg_kind_name(enum eos_arg_kind k);
 
 /*

@@ -27,6 +27,7 @@ static const struct {
 	[EOS_ERRKIND_PUBLISH_REJECTED] = { "publish_rejected", 409 },
 	[EOS_ERRKIND_UNAVAILABLE] = { "unavailable", 503 },
 	[EOS_ERRKIND_IO] = { "io", 500 },
+	[EOS_ERRKIND_HOLDER_EXITED] = { "holder_exited", 409 },
 };
 
 enum eos_errkind
