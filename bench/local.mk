@@ -49,4 +49,11 @@ bench-churn: bench/fs-churn fs/eosfs cli/eos-store
 .PHONY: bench-daemon
 bench-daemon: supervisor/eosd
 	EOS_BUILD_DIR='$(abs_top_builddir)' $(SHELL) $(top_srcdir)/bench/daemon $(BENCH_DAEMON_FLAGS)
+
+# bench/runtime: commands in sessions (issue 11): exec round trip, session create with the holder
+# ready, 8 concurrent builds, make / git status / grep -r against the host.
+.PHONY: bench-runtime
+bench-runtime: supervisor/eosd
+	EOS_BUILD_DIR='$(abs_top_builddir)' $(SHELL) $(top_srcdir)/bench/runtime $(BENCH_RUNTIME_FLAGS)
+
 include bench/fork.mk
