@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "supervisor/commands.h"
+#include "supervisor/obs.h"
 
 enum ns_state {
 	NS_STARTING, /* spawned, READY not yet read */
@@ -75,6 +76,7 @@ struct cmd {
 	bool finalizing;       /* implicit: its session is being published */
 	bool final;	       /* exited and, for an implicit session's last, finalized */
 	json_t *publish;       /* implicit: the publish's outcome */
+	struct eosd_trace_ctx trace; /* exec_command's command.exec span: its later records */
 	struct cmd *next;
 };
 

@@ -126,10 +126,19 @@ cmd_ended(struct eosd_commands *c, struct cmd *x)
 		n->running--;
 	if (c->d->cgroups && (g = eosd_cgroup_find(c->d->cgroups, x->sandbox, x->session)))
 		eosd_cgroup_sampling(g, false);
-	if (x->error == 0)
-		eosd_obs_event(c->d->obs, "command.exited", x->sandbox, x->session,
-			       json_pack("{s:s,s:i,s:s?}", "command_session_id", x->id, "exit_code",
-					 x->exit_code, "end", x->end));
+	if (x->error == 0) {
+		enum eos_obs_status st = !x->end			? EOS_OBS_COMPLETED
+					 : !strcmp(x->end, "cancelled") ? EOS_OBS_CANCELLED
+									: EOS_OBS_TIMED_OUT;
+
+		eosd_span_record(c->d->obs, &x->trace, "namespace.exec.run_shell", x->started_mono,
+				 x->ended_mono, st,
+				 json_pack("{s:s,s:i}", "command_session_id", x->id, "exit_code",
+					   x->exit_code));
+		eosd_obs_event_in(c->d->obs, &x->trace, "command.exited", x->sandbox, x->session,
+				  json_pack("{s:s,s:i,s:s?}", "command_session_id", x->id,
+					    "exit_code", x->exit_code, "end", x->end));
+	}
 	if (n && n->o.implicit && n->running == 0 && !n->finalizing && x->error == 0) {
 		finalize_start(c, x);
 		return;
@@ -159,9 +168,9 @@ on_started(struct eosd_commands *c, struct cmd *x, struct eosd_holder_event *ev)
 	pid_add(c, x->subreaper, x->id);
 	if (c->d->cgroups && (g = eosd_cgroup_find(c->d->cgroups, x->sandbox, x->session)))
 		eosd_cgroup_sampling(g, true);
-	eosd_obs_event(c->d->obs, "command.started", x->sandbox, x->session,
-		       json_pack("{s:s,s:s,s:i}", "command_session_id", x->id, "cmd", x->cmdline,
-				 "pid", (int)ev->shell_nspid));
+	eosd_obs_event_in(c->d->obs, &x->trace, "command.started", x->sandbox, x->session,
+			  json_pack("{s:s,s:s,s:i}", "command_session_id", x->id, "cmd", x->cmdline,
+				    "pid", (int)ev->shell_nspid));
 }
 
 void
@@ -589,6 +598,7 @@ cmd_new(const struct eosd_exec_req *q, struct ns *n)
 	x->fd_out = x->fd_err = x->fd_in = x->fd_log = -1;
 	x->tty = q->tty;
 	x->last_nl = true;
+	x->trace = eosd_obs_context();
 	x->started_wall = eos_wall_ns();
 	x->started_mono = eos_mono_ns();
 	if (q->timeout_ms)

@@ -137,6 +137,7 @@ spawn_wanted(struct eosd_commands *c)
 			.seccomp = c->bpf,
 			.seccomp_len = c->bpf_len,
 			.rlimit_nofile = 65536,
+			.rlimit_nproc = 4096, /* counted in the session's user namespace */
 		};
 
 		if (!n->want_spawn)
