@@ -292,6 +292,7 @@ struct finalize_job {
 	struct cmd *x; /* stays in the list: not retired while finalizing */
 	char sandbox[EOS_SANDBOX_ID_MAX + 1];
 	char session[EOS_SESSION_NAME_MAX + 1];
+	struct eosd_trace_ctx trace;
 };
 
 static void
@@ -299,7 +300,15 @@ finalize_run(void *arg)
 {
 	struct finalize_job *j = arg;
 	struct eosd_commands *c = j->c;
-	json_t *res = eosd_session_finalize_implicit(c->d, j->sandbox, j->session);
+	struct eosd_span sp;
+	json_t *res;
+
+	/* in the command's trace: command.exec → command.finalize → workspace_session.finalize */
+	eosd_span_begin_in(c->d->obs, &sp, "command.finalize", &j->trace, j->sandbox);
+	eosd_span_set_session(&sp, j->session);
+	res = eosd_session_finalize_implicit(c->d, j->sandbox, j->session);
+	eosd_span_attr(&sp, "publish", json_incref(json_object_get(res, "status")));
+	eosd_span_end(&sp, 0, NULL);
 
 	pthread_mutex_lock(&c->lock);
 	j->x->publish = res;
@@ -332,6 +341,7 @@ finalize_start(struct eosd_commands *c, struct cmd *x)
 	}
 	j->c = c;
 	j->x = x;
+	j->trace = x->trace;
 	snprintf(j->sandbox, sizeof(j->sandbox), "%s", x->sandbox);
 	snprintf(j->session, sizeof(j->session), "%s", x->session);
 	if (c->d->pool && eosd_pool_submit(c->d->pool, finalize_run, j) == 0)
