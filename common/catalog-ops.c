@@ -61,13 +61,19 @@ static const struct eos_arg revoke_token_args[] = {
 static const char *const networks[] = { "shared", "isolated", NULL };
 static const char *const isolations[] = { "namespaces", "none", NULL };
 
-#define NETWORK_ARG(what)                                                                   \
-	{ "network", EOS_ARG_ENUM, false, NULL, 0, 0, networks, 0,                          \
-	  what "'s network: shared (the host's, the default) or isolated (loopback only)" }
-#define ISOLATION_ARG(what)                                                                  \
-	{ "isolation", EOS_ARG_ENUM, false, NULL, 0, 0, isolations, 0,                       \
-	  what "'s commands run in their own namespaces (the default), or with none: in the " \
-	       "view's host directory, for hosts that forbid user namespaces" }
+#define NETWORK_ARG(what)                                                                          \
+	{                                                                                          \
+		"network", EOS_ARG_ENUM, false, NULL, 0, 0, networks, 0,                           \
+			what                                                                       \
+			"'s network: shared (the host's, the default) or isolated (loopback only)" \
+	}
+#define ISOLATION_ARG(what)                                                                            \
+	{                                                                                              \
+		"isolation", EOS_ARG_ENUM, false, NULL, 0, 0, isolations, 0,                           \
+			what                                                                           \
+			"'s commands run in their own namespaces (the default), or with none: in the " \
+			"view's host directory, for hosts that forbid user namespaces"                 \
+	}
 
 static const struct eos_arg create_session_args[] = {
 	{ "workspace_session_id", EOS_ARG_ID, false, NULL, 0, 0, NULL, 0,
@@ -98,23 +104,29 @@ static const struct eos_arg fork_args[] = {
 };
 
 enum {
-	CMD_MAX = (128 << 10) - 1,	     /* bytes of a command line: execve's limit for one argument */
-	YIELD_MAX_MS = 30000,		     /* the longest a reply waits for a command */
-	OUTPUT_MAX = 16 << 20,		     /* bytes of output in one reply */
+	CMD_MAX = (128 << 10) - 1, /* bytes of a command line: execve's limit for one argument */
+	YIELD_MAX_MS = 30000,	   /* the longest a reply waits for a command */
+	OUTPUT_MAX = 16 << 20,	   /* bytes of output in one reply */
 	TIMEOUT_MAX_MS = 7 * 24 * 3600 * 1000, /* a week */
 };
 
-#define YIELD_ARG                                                                            \
-	{ "yield_time_ms", EOS_ARG_INT, false, "1000", 0, YIELD_MAX_MS, NULL, 0,             \
-	  "answer after this long at the latest, with status running if the command still " \
-	  "runs" }
-#define MAX_OUTPUT_ARG                                                                    \
-	{ "max_output_bytes", EOS_ARG_INT, false, "65536", 0, OUTPUT_MAX, NULL, 0,        \
-	  "bytes of output in this reply at most (the transcript keeps all of it: "       \
-	  "read_command_lines)" }
-#define COMMAND_ARG                                                                     \
-	{ "command_session_id", EOS_ARG_ID, true, NULL, 0, 0, NULL, 1,                  \
-	  "the command, as exec_command answered" }
+#define YIELD_ARG                                                                                         \
+	{                                                                                                 \
+		"yield_time_ms", EOS_ARG_INT, false, "1000", 0, YIELD_MAX_MS, NULL, 0,                    \
+			"answer after this long at the latest, with status running if the command still " \
+			"runs"                                                                            \
+	}
+#define MAX_OUTPUT_ARG                                                                            \
+	{                                                                                         \
+		"max_output_bytes", EOS_ARG_INT, false, "65536", 0, OUTPUT_MAX, NULL, 0,          \
+			"bytes of output in this reply at most (the transcript keeps all of it: " \
+			"read_command_lines)"                                                     \
+	}
+#define COMMAND_ARG                                                          \
+	{                                                                    \
+		"command_session_id", EOS_ARG_ID, true, NULL, 0, 0, NULL, 1, \
+			"the command, as exec_command answered"              \
+	}
 
 static const struct eos_arg exec_args[] = {
 	{ "cmd", EOS_ARG_STRING, true, NULL, 0, CMD_MAX, NULL, 1,

@@ -34,6 +34,8 @@ struct eosd_stream;   /* supervisor/stream.h */
 struct eosd_obs;      /* supervisor/obs.h */
 struct eosd_cgroups;  /* supervisor/cgroup.h */
 struct eosd_gateway;  /* supervisor/gateway.h */
+struct eosd_commands; /* supervisor/commands.h */
+struct eosd_pool;     /* supervisor/pool.h */
 
 struct eosd {
 	struct eos_store *store; /* owned by the daemon for its whole life */
@@ -48,6 +50,10 @@ struct eosd {
 	struct eosd_obs *obs;
 	/* the sessions' cgroups and their sampler (supervisor/cgroup.h); NULL in some tests */
 	struct eosd_cgroups *cgroups;
+	/* every session's holder and commands (supervisor/commands.h); NULL in some tests */
+	struct eosd_commands *commands;
+	/* the handlers' worker pool while the gateway runs, else NULL */
+	struct eosd_pool *pool;
 	/* the gateway while it runs (eosd_stream_wake()), else NULL */
 	struct eosd_gateway *gateway;
 	_Atomic uint64_t requests; /* requests whose handler ran (served, failed or refused) */

@@ -499,6 +499,7 @@ eosd_gateway_new(struct eosd *d, const struct eosd_gateway_options *opts, struct
 		return r;
 	/* telemetry is written by jobs on the pool; its followers wake the loop */
 	d->gateway = gw;
+	d->pool = gw->pool;
 	eosd_obs_attach(d->obs, gw->pool);
 	eosd_obs_set_notify(d->obs, wake_streams, d);
 	eosd_cgroups_set_timer(d->cgroups, sample_timer, gw);
@@ -537,6 +538,7 @@ eosd_gateway_free(struct eosd_gateway *gw)
 	eosd_obs_set_notify(gw->d->obs, NULL, NULL);
 	eosd_obs_attach(gw->d->obs,
 			NULL);	  /* queued flush jobs still run: the pool runs its queue */
+	gw->d->pool = NULL;
 	eosd_pool_free(gw->pool); /* waits for the running handlers */
 	gw->d->gateway = NULL;
 	eosd_gateway_flush_done(gw);

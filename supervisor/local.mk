@@ -13,7 +13,9 @@ supervisor_libeosd_a_SOURCES = supervisor/daemon.h \
 	supervisor/obs.h supervisor/obs-internal.h supervisor/obs.c supervisor/obs-follow.c \
 	supervisor/obs-ops.c supervisor/obs-snapshot.c supervisor/obs-layers.c supervisor/obs-record.c \
 	supervisor/cgroup.h supervisor/cgroup-internal.h supervisor/cgroup.c \
-	supervisor/cgroup-detect.c supervisor/cgroup-ops.c
+	supervisor/cgroup-detect.c supervisor/cgroup-ops.c \
+	supervisor/commands.h supervisor/commands-internal.h supervisor/commands.c \
+	supervisor/commands-run.c supervisor/commands-store.c supervisor/commands-ops.c
 EOSD_LIBS = supervisor/libeosd.a $(FS_LIBS) $(EVENT_LIBS) $(SECCOMP_LIBS)
 include supervisor/session.mk
 include supervisor/holder/holder.mk

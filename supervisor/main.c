@@ -24,6 +24,7 @@
 
 #include "supervisor/auth.h"
 #include "supervisor/cgroup.h"
+#include "supervisor/commands.h"
 #include "supervisor/gateway.h"
 #include "supervisor/obs.h"
 #include "supervisor/runfiles.h"
@@ -36,6 +37,7 @@ struct args {
 	bool foreground, listen_any;
 	bool no_obs;		     /* --no-obs, or EOS_OBS=0|off */
 	struct eosd_obs_options obs; /* --obs-max-records, --obs-max-bytes (or the env) */
+	uint64_t transcripts;	     /* --transcripts N: commands whose transcripts are kept */
 };
 
 static const char usage_text[] =
@@ -59,6 +61,8 @@ static const char usage_text[] =
 	"  --obs-max-bytes N   keep at most N bytes of them (default: $EOS_OBS_MAX_BYTES, else\n"
 	"                      64 MiB; suffixes K, M, G)\n"
 	"  --no-obs            record no telemetry (also EOS_OBS=0)\n"
+	"  --transcripts N     keep the transcripts of the newest N commands (default:\n"
+	"                      $EOS_TRANSCRIPTS, else 512)\n"
 	"  --version           print the version\n"
 	"  --help              print this help\n";
 
@@ -128,6 +132,9 @@ obs_from_env(struct args *a)
 		return 2;
 	if (bytes && *bytes && set_size(&a->obs.limits.max_bytes, "EOS_OBS_MAX_BYTES", bytes))
 		return 2;
+	if (getenv("EOS_TRANSCRIPTS") && *getenv("EOS_TRANSCRIPTS") &&
+	    set_size(&a->transcripts, "EOS_TRANSCRIPTS", getenv("EOS_TRANSCRIPTS")))
+		return 2;
 	return 0;
 }
 
@@ -143,6 +150,7 @@ parse_args(int argc, char **argv, struct args *a)
 		{ "obs-max-records", required_argument, NULL, 'R' },
 		{ "obs-max-bytes", required_argument, NULL, 'B' },
 		{ "no-obs", no_argument, NULL, 'N' },
+		{ "transcripts", required_argument, NULL, 'T' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -163,6 +171,14 @@ parse_args(int argc, char **argv, struct args *a)
 			break;
 		case 'N':
 			a->no_obs = true;
+			break;
+		case 'T':
+			if (set_size(&a->transcripts, "--transcripts", optarg) ||
+			    a->transcripts > 1000000)
+				return a->transcripts > 1000000
+					       ? usage("--transcripts '%s': at most 1000000",
+						       optarg)
+					       : 2;
 			break;
 		case 's':
 			a->state_dir = optarg;
@@ -282,6 +298,7 @@ start(struct daemon *dm, const struct args *a, const char *sock, struct eos_erro
 	r = r < 0 || a->no_obs ? r : eosd_obs_new(d->store, &a->obs, &d->obs, err);
 	r = r < 0 ? r : eosd_cgroups_new(runtime_key(d), d->obs, &d->cgroups, err);
 	r = r < 0 ? r : eosd_auth_open(d->state_dir, &d->auth, err);
+	r = r < 0 ? r : eosd_commands_new(d, (unsigned)a->transcripts, &d->commands, err);
 	if (r < 0)
 		return r;
 	r = eosd_sessions_start(d, err);
@@ -301,7 +318,9 @@ stop(struct daemon *dm)
 	struct eosd *d = &dm->d;
 
 	d->stopping = true;
-	eosd_gateway_free(dm->gw); /* waits for running handlers, removes the socket */
+	eosd_gateway_free(dm->gw);	 /* waits for running handlers, removes the socket */
+	eosd_commands_free(d->commands); /* every session's processes end */
+	d->commands = NULL;
 	if (dm->sessions)
 		eosd_sessions_stop(d);
 	eosd_cgroups_free(d->cgroups);

@@ -21,6 +21,7 @@
 #include "common/json.h"
 
 #include "supervisor/cgroup.h"
+#include "supervisor/commands.h"
 #include "supervisor/obs.h"
 #include "supervisor/ops.h"
 #include "supervisor/session.h"
@@ -149,19 +150,30 @@ leases_part(struct eosd *d, const char *id, json_t *node, struct eos_error *err)
 	return r;
 }
 
-/* The command code's fields of a session (null until sessions have holders), its resources. */
+static json_t *
+or_null(json_t *v)
+{
+	return v ? json_incref(v) : json_null();
+}
+
+/* The command code's fields of a session (null without a holder), its resources. */
 static void
 session_extras(struct eosd *d, const char *sandbox, json_t *s)
 {
 	const char *id = json_string_value(json_object_get(s, "workspace_session_id"));
 	json_t *res = id ? eosd_cgroups_latest(d->cgroups, sandbox, id) : NULL;
+	json_t *ns =
+		id && d->commands ? eosd_commands_ns_json(d->commands, sandbox, id, false) : NULL;
+	json_t *holder = json_object_get(ns, "holder");
 
-	eos_json_set(s, "finalize_policy", json_string("explicit"));
-	eos_json_set(s, "isolation", json_null());
-	eos_json_set(s, "network", json_null());
-	eos_json_set(s, "holder_pid", json_null());
-	eos_json_set(s, "commands", json_null());
+	eos_json_set(s, "finalize_policy", or_null(json_object_get(ns, "finalize")));
+	eos_json_set(s, "isolation", or_null(json_object_get(ns, "isolation")));
+	eos_json_set(s, "network", or_null(json_object_get(ns, "network")));
+	eos_json_set(s, "holder_pid", or_null(json_object_get(holder, "pid")));
+	eos_json_set(s, "holder_state", or_null(json_object_get(holder, "state")));
+	eos_json_set(s, "commands", or_null(json_object_get(ns, "commands")));
 	eos_json_set(s, "resources", res ? res : json_null());
+	json_decref(ns);
 }
 
 static int

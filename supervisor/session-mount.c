@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/path.h"
 
+#include "supervisor/commands.h"
 #include "supervisor/obs.h"
 #include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
@@ -240,7 +241,10 @@ eosd_session_restore_mounts(struct eosd *d, struct eosd_session *s)
 int
 eosd_resolve(void *ctx, pid_t pid, char *out, size_t size)
 {
-	(void)ctx;
+	struct eosd *d = ctx;
+
+	if (d->commands && eosd_commands_resolve(d->commands, pid, out, size) == 0)
+		return 0; /* a process of a command, whatever its environment says */
 	return eos_view_resolve_environ(NULL, pid, out, size);
 }
 

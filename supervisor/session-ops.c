@@ -9,10 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/catalog.h"
 #include "common/cleanup.h"
 #include "common/errkind.h"
 #include "common/json.h"
 
+#include "supervisor/commands.h"
 #include "supervisor/obs.h"
 #include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
@@ -85,54 +87,163 @@ created_events(struct eosd *d, const json_t *doc, const char *forked_from)
 				 json_object_get(doc, "mount_path"), "forked_from", forked_from));
 }
 
+/* The view's directory of s, for its holder. */
+static const char *
+view_path(const struct eosd_session *s)
+{
+	return s->mounts[0].path;
+}
+
 /*
- * Serve the session just created in the store; on failure remove it again. This is where a
- * session's holder will be spawned (traced as namespace.launch, under workspace_session.create,
- * beside view.mount) once eosd runs commands.
+ * Serve the session just created in the store and start its holder (o; NULL: the defaults),
+ * traced as view.mount and namespace.launch; on failure remove it again.
  */
 static int
-serve_new(struct eosd *d, const char *sandbox, const char *name, json_t **out,
-	  struct eos_error *err)
+serve_new(struct eosd *d, const char *sandbox, const char *name, const struct eosd_ns_opts *o,
+	  json_t **out, struct eos_error *err)
 {
 	struct eosd_session *s = NULL;
-	int r = eosd_session_serve(d, sandbox, name, NULL, err);
+	struct eosd_span sp;
+	int r;
 
+	eosd_span_begin(d->obs, &sp, "view.mount", sandbox);
+	r = eosd_session_serve(d, sandbox, name, NULL, err);
+	eosd_span_end(&sp, r, err);
 	if (r < 0) {
 		eos_store_session_remove(d->store, sandbox, name, NULL);
 		return r;
 	}
 	r = eosd_session_get(d, sandbox, name, &s, err);
+	if (r == 0 && d->commands) {
+		const struct eosd_ns_opts def = { 0 };
+
+		eosd_span_begin(d->obs, &sp, "namespace.launch", sandbox);
+		eosd_span_set_session(&sp, name);
+		r = eosd_commands_ns_start(d->commands, sandbox, name, view_path(s), o ? o : &def,
+					   true, err);
+		eosd_span_end(&sp, r, err);
+		if (r < 0) {
+			struct eos_error derr = { 0 };
+
+			(void)eosd_session_destroy_locked(d, s, &derr);
+		}
+	}
 	if (r == 0 && !(*out = session_json(s)))
 		r = eos_error_set(err, -ENOMEM, "out of memory");
+	if (r == 0 && d->commands) {
+		json_t *ns = eosd_commands_ns_json(d->commands, sandbox, name, false);
+
+		if (ns)
+			json_object_update(*out, ns);
+		json_decref(ns);
+	}
 	eosd_session_put(d, s);
 	return r;
 }
 
-/* Traced as workspace_session.create (→ view.mount). */
+int
+eosd_session_create(struct eosd *d, const char *sandbox, const char *id, uint64_t version,
+		    const struct eosd_ns_opts *o, char *ret_name, json_t **out,
+		    struct eos_error *err)
+{
+	char name[EOS_SESSION_NAME_MAX + 1] = "";
+	struct eos_sandbox_info sb;
+	json_t *doc = NULL;
+	int r = 0;
+
+	if (id) {
+		snprintf(name, sizeof(name), "%s", id);
+		r = eos_session_name_check(id, err);
+	} else {
+		eosd_random_id("ws-", name, sizeof(name));
+	}
+	r = r ?: eos_store_sandbox_get(d->store, sandbox, &sb, err);
+	r = r ?: eos_store_session_create(d->store, sandbox, name, version, NULL, err);
+	r = r ?: serve_new(d, sandbox, name, o, &doc, err);
+	if (r == 0)
+		created_events(d, doc, NULL);
+	if (ret_name)
+		snprintf(ret_name, EOS_SESSION_NAME_MAX + 1, "%s", name);
+	if (out)
+		*out = doc;
+	else
+		json_decref(doc);
+	return r;
+}
+
+int
+eosd_session_destroy(struct eosd *d, const char *sandbox, const char *name, struct eos_error *err)
+{
+	struct eosd_session *s = NULL;
+	int r = eosd_session_get(d, sandbox, name, &s, err);
+
+	r = r ?: eosd_session_destroy_locked(d, s, err);
+	eosd_session_put(d, s);
+	return r;
+}
+
+/* Traced as workspace_session.create (→ view.mount, namespace.launch). */
 int
 eosd_op_create_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
 				 struct eos_error *err)
 {
+	const char *net = arg_str(c, "network"), *iso = arg_str(c, "isolation");
+	struct eosd_ns_opts o = {
+		.network =
+			net && !strcmp(net, "isolated") ? EOSD_HOLDER_ISOLATED : EOSD_HOLDER_SHARED,
+		.isolation =
+			iso && !strcmp(iso, "none") ? EOSD_HOLDER_NONE : EOSD_HOLDER_NAMESPACES,
+	};
 	char name[EOS_SESSION_NAME_MAX + 1] = "";
-	struct eos_sandbox_info sb;
 	struct eosd_span sp;
 	uint64_t v;
 	int r;
 
 	eosd_span_begin(d->obs, &sp, "workspace_session.create", c->sandbox_id);
+	eosd_span_set_session(&sp, arg_str(c, "workspace_session_id"));
 	r = parse_version(c, &v, err);
-	r = r ?: new_id(c, "workspace_session_id", name, sizeof(name), err);
+	r = r
+		    ?: eosd_session_create(d, c->sandbox_id, arg_str(c, "workspace_session_id"), v,
+					   &o, name, out, err);
 	eosd_span_set_session(&sp, name);
-	r = r ?: eos_store_sandbox_get(d->store, c->sandbox_id, &sb, err);
-	r = r ?: eos_store_session_create(d->store, c->sandbox_id, name, v, NULL, err);
-	r = r ?: serve_new(d, c->sandbox_id, name, out, err);
-	if (r == 0) {
+	if (r == 0)
 		eosd_span_attr(&sp, "base_version",
 			       json_incref(json_object_get(*out, "base_version")));
-		created_events(d, *out, NULL);
-	}
 	eosd_span_end(&sp, r, err);
 	return r;
+}
+
+/*
+ * An implicit session's last command has ended: publish it, then destroy it (a rejection
+ * discards its changes). The publish's outcome, for the command's final result.
+ */
+json_t *
+eosd_session_finalize_implicit(struct eosd *d, const char *sandbox, const char *name)
+{
+	json_t *args = json_pack("{s:s,s:b}", "workspace_session_id", name, "destroy_after", 1);
+	struct eosd_call c = { .op = eos_catalog_find("publish_workspace_session"),
+			       .sandbox_id = sandbox,
+			       .args = args,
+			       .kind = -1 };
+	struct eos_error err = { 0 };
+	json_t *out = NULL, *res;
+	int r = args ? eosd_op_publish_workspace_session(d, &c, &out, &err) : -ENOMEM;
+
+	if (r == 0) {
+		res = out;
+	} else {
+		res = json_pack("{s:s,s:s}", "status",
+				c.kind == EOS_ERRKIND_PUBLISH_REJECTED ? "publish_rejected"
+								       : "error",
+				"message", eos_error_message(&err, r));
+		if (res && c.details)
+			eos_json_set(res, "conflicts",
+				     json_incref(json_object_get(c.details, "conflicts")));
+		(void)eosd_session_destroy(d, sandbox, name, NULL);
+	}
+	json_decref(c.details);
+	json_decref(args);
+	return res;
 }
 
 /* --- list and inspect --------------------------------------------------------------------------
@@ -212,6 +323,21 @@ count_change(void *ctx, const struct eos_delta_entry *e)
 	return 0;
 }
 
+/* inspect's holder, commands and processes; state holder_exited when the holder died. */
+static void
+commands_part(struct eosd *d, const struct eosd_session *s, json_t *out)
+{
+	json_t *ns = eosd_commands_ns_json(d->commands, s->sandbox, s->name, true);
+	const char *st = json_string_value(json_object_get(json_object_get(ns, "holder"), "state"));
+
+	if (!ns)
+		return;
+	json_object_update(out, ns);
+	if (st && !strcmp(st, "holder_exited"))
+		eos_json_set(out, "state", json_string("holder_exited"));
+	json_decref(ns);
+}
+
 int
 eosd_op_inspect_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
 				  struct eos_error *err)
@@ -228,6 +354,8 @@ eosd_op_inspect_workspace_session(struct eosd *d, struct eosd_call *c, json_t **
 		eos_json_set(*out, "delta",
 			     json_pack("{s:o,s:o}", "paths", eos_json_u64(n.paths), "bytes",
 				       eos_json_u64(n.bytes)));
+	if (r == 0 && d->commands)
+		commands_part(d, s, *out);
 	eosd_session_put(d, s);
 	return r;
 }
@@ -339,6 +467,8 @@ eosd_op_destroy_workspace_session(struct eosd *d, struct eosd_call *c, json_t **
 	struct eosd_session *s = NULL;
 	int r = eosd_session_get(d, c->sandbox_id, arg_str(c, "workspace_session_id"), &s, err);
 
+	if (r == 0 && d->commands)
+		r = eosd_commands_ns_busy(d->commands, s->sandbox, s->name, err);
 	r = r ?: eosd_session_destroy_locked(d, s, err);
 	if (r == 0 && !(*out = json_pack("{s:s,s:s,s:b}", "workspace_session_id", s->name,
 					 "sandbox_id", s->sandbox, "destroyed", 1)))
@@ -461,7 +591,7 @@ eosd_op_fork_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out
 				  s->error ? s->error : "no view");
 	r = r ?: eos_view_fork(s->view, name, err);
 	eosd_session_put(d, s);
-	r = r ?: serve_new(d, c->sandbox_id, name, out, err);
+	r = r ?: serve_new(d, c->sandbox_id, name, NULL, out, err);
 	if (r == 0) {
 		eos_json_set(*out, "forked_from", json_string(arg_str(c, "workspace_session_id")));
 		created_events(d, *out, arg_str(c, "workspace_session_id"));

@@ -12,6 +12,7 @@
 #include "common/errkind.h"
 #include "common/json.h"
 
+#include "supervisor/commands.h"
 #include "supervisor/obs.h"
 #include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
@@ -140,6 +141,8 @@ eosd_op_publish_workspace_session(struct eosd *d, struct eosd_call *c, json_t **
 	eosd_span_set_session(&sp, name);
 	eosd_span_attr_str(&sp, "policy", destroy ? "publish_then_destroy" : "publish");
 	r = eosd_session_get(d, c->sandbox_id, name, &s, err);
+	if (r == 0 && d->commands)
+		r = eosd_commands_ns_busy(d->commands, s->sandbox, s->name, err);
 	r = r ?: publish_locked(d, c, s, out, err);
 	eosd_session_put(d, s);
 	eosd_span_end(&sp, r, err);

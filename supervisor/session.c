@@ -12,6 +12,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 
+#include "supervisor/commands.h"
 #include "supervisor/obs.h"
 #include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
@@ -173,6 +174,8 @@ destroy_locked(struct eosd *d, struct eosd_session *s, struct eos_error *err)
 	cleanup_free char *path = NULL;
 	int r;
 
+	if (d->commands) /* its processes first: they use the view */
+		eosd_commands_ns_stop(d->commands, s->sandbox, s->name);
 	for (size_t i = 0; i < EOSD_SESSION_MOUNTS; i++)
 		eosd_mount_stop(d, &s->mounts[i]);
 	eosd_session_save_mounts(d, s); /* removes the list */
@@ -220,8 +223,14 @@ serve_or_note(struct eosd *d, const char *sandbox, const char *name)
 	struct eos_error err = { 0 };
 	struct eosd_session *s;
 
-	if (eosd_session_serve(d, sandbox, name, NULL, &err) == 0)
+	if (eosd_session_serve(d, sandbox, name, &s, &err) == 0) {
+		/* its holder comes up while eosd starts: a restart does not wait for it */
+		if (d->commands && s->mounts[0].path &&
+		    eosd_commands_ns_start(d->commands, sandbox, name, s->mounts[0].path, NULL,
+					   false, &err) < 0)
+			eos_log_error("eosd: session '%s': %s", name, err.msg);
 		return;
+	}
 	eos_log_error("eosd: session '%s' of sandbox '%s' cannot be served: %s", name, sandbox,
 		      err.msg);
 	s = session_new(sandbox, name);

@@ -43,6 +43,27 @@ int eosd_session_delta(struct eosd *d, const char *sandbox, const char *name,
 		       struct eosd_session_delta *ret, struct eos_error *err);
 void eosd_session_delta_release(struct eosd_session_delta *dl);
 
+struct eosd_ns_opts; /* supervisor/commands.h */
+/*
+ * Create a session of sandbox named id (NULL: ws-<hex>) at version (0: the head), serve it and
+ * start its holder with o (NULL: the defaults), waiting until it is ready; its name into
+ * ret_name[EOS_SESSION_NAME_MAX + 1] (may be NULL) and create's answer into *out (may be NULL).
+ * On failure nothing of it is left.
+ */
+int eosd_session_create(struct eosd *d, const char *sandbox, const char *id, uint64_t version,
+			const struct eosd_ns_opts *o, char *ret_name, json_t **out,
+			struct eos_error *err);
+/* Destroy a session (its holder and processes, its view, its delta). */
+int eosd_session_destroy(struct eosd *d, const char *sandbox, const char *name,
+			 struct eos_error *err);
+/* Publish an implicit session and destroy it; the publish's outcome (a new reference). */
+json_t *eosd_session_finalize_implicit(struct eosd *d, const char *sandbox, const char *name);
+
+int eosd_op_exec_command(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err);
+int eosd_op_write_command_stdin(struct eosd *d, struct eosd_call *c, json_t **out,
+				struct eos_error *err);
+int eosd_op_read_command_lines(struct eosd *d, struct eosd_call *c, json_t **out,
+			       struct eos_error *err);
 int eosd_op_create_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
 				     struct eos_error *err);
 int eosd_op_list_workspace_sessions(struct eosd *d, struct eosd_call *c, json_t **out,
