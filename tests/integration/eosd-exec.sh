@@ -215,18 +215,16 @@ both_seen() {
 	host_seen "$(sleep_re "$1")" && host_seen "$(sleep_re "$2")"
 }
 
-# The eos-holder among the host ancestors of pid $1.
+# The outermost eos-holder among the host ancestors of pid $1: the namespace's init and each
+# command's subreaper are forks of the holder, with its name.
 holder_of() {
-	local p=$1
+	local p=$1 found=
 	while ((p > 1)); do
-		if [[ $(cat "/proc/$p/comm" 2>/dev/null) == eos-holder ]]; then
-			printf '%s\n' "$p"
-			return 0
-		fi
+		[[ $(cat "/proc/$p/comm" 2>/dev/null) == eos-holder ]] && found=$p
 		p=$(ps -o ppid= -p "$p" | tr -d ' ')
-		[[ -n $p ]] || return 1
+		[[ -n $p ]] || break
 	done
-	return 1
+	[[ -n $found ]] && printf '%s\n' "$found"
 }
 
 # --- statuses -------------------------------------------------------------------------------------
@@ -239,6 +237,7 @@ statuses() {
 	expect "... its output holds stdout and stderr" '"hi\n" in out and "err\n" in out'
 	expect "... a result naming its session, not implicit, no signal" \
 		'd["workspace_session_id"] == "x1" and d["implicit_session"] is False and d["signal"] is None and d["command_session_id"]'
+	expect "... and not background: it started no other process" 'd["background"] is False'
 	ex x1 'exit 3'
 	expect "exec 'exit 3': status error, exit code 3" "$(ended error 3)"
 	ex x1 'kill -9 $$'
@@ -339,6 +338,30 @@ implicit() {
 	done
 	expect "list_workspace_sessions shows the implicit session gone" \
 		"\"$ws\" != \"\" and code == 200 and \"$ws\" not in [s[\"workspace_session_id\"] for s in d[\"sessions\"]]"
+}
+
+# A command that names a live implicit session joins it: the session is published and destroyed
+# after the last of its commands, whichever started it.
+implicit_joined() {
+	local ws first
+	ex '' 'sleep 1; echo y > j1.txt' yield_time_ms:=200
+	expect "an implicit session's first command is running" \
+		'code == 200 and d["status"] == "running" and d["implicit_session"] is True'
+	ws=$(field 'd["workspace_session_id"]')
+	first=$CID
+	ex "$ws" 'echo z > j2.txt'
+	expect "a second command joins it and completes, without publishing it yet" \
+		"$(ended completed 0) and d[\"workspace_session_id\"] == \"$ws\" and d[\"publish\"] is None"
+	call file_read path=j2.txt
+	expect "... the head does not have its file yet" 'code == 404'
+	CID=$first
+	stdin_to ''
+	expect "the first command, last to end, publishes the session" \
+		"$(ended completed 0) and d[\"publish\"][\"status\"] == \"published\""
+	call file_read path=j2.txt
+	expect "... with the joining command's file" 'code == 200 and d["content"] == "z\n"'
+	call file_read path=j1.txt
+	expect "... and its own" 'code == 200 and d["content"] == "y\n"'
 }
 
 busy() {
@@ -448,6 +471,9 @@ escapes() {
 	ex x1 'pwd' cwd=dir
 	expect "exec with cwd 'dir' runs in /workspace/dir" \
 		"$(ended completed 0) and out.strip() == \"/workspace/dir\""
+	ex x1 'pwd' cwd=nope
+	expect "exec with a cwd that does not exist is an error reply naming it, not a result" \
+		'400 <= code < 500 and d["error"]["kind"] == "not_found" and "nope" in d["error"]["message"] and "status" not in d'
 	ex x1 'pwd' cwd=out
 	expect "exec with cwd 'out' (a symlink out of /workspace) is refused, naming it" \
 		"$CWD_REFUSED"
@@ -507,13 +533,11 @@ killed_holder() {
 	host_seen "^sleep 304\\.$M\$"
 	pid=$(host_procs "^sleep 304\\.$M\$" | head -1)
 	holder=$(holder_of "${pid:-0}")
-	if [[ -z $holder ]]; then
-		not_ok "the session's eos-holder is found above its sleep"
-		diag "sleep pid '${pid}', host ancestors: $(ps -o pid,ppid,comm -p "${pid:-1}")"
-		return
-	fi
-	ok "the session's eos-holder is found above its sleep (pid $holder)"
-	kill -9 "$holder"
+	call inspect_workspace_session workspace_session_id=hk
+	expect "inspect names the session's holder: the eos-holder above its sleep (pid ${holder:-none})" \
+		"code == 200 and d[\"holder\"][\"state\"] == \"ready\" and str(d[\"holder\"][\"pid\"]) == \"${holder:-none}\""
+	[[ -n $holder ]] || diag "sleep pid '${pid}': $(ps -o pid,ppid,comm -p "${pid:-1}")"
+	kill -9 "${holder:-$(field 'd["holder"]["pid"]')}"
 	for ((i = 0; i < 50; i++)); do
 		call inspect_workspace_session workspace_session_id=hk
 		grep -q holder_exited "$T/body" && break
@@ -577,6 +601,7 @@ ctrl_c
 timeouts
 lines
 implicit
+implicit_joined
 busy
 background
 isolation
