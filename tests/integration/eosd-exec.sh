@@ -276,6 +276,19 @@ ctrl_c() {
 	stdin_to $'\x03'
 	expect "Ctrl-C (\\u0003) cancels it: status cancelled, exit code 130" "$(ended cancelled 130)"
 	check "... and no sleep 100 is left on the host" host_gone "$(sleep_re 100)" 10
+	ex x1 "sleep 108.$M & sleep 109.$M" yield_time_ms:=200 tty:=true
+	expect "on a tty, 'sleep 108 & sleep 109' is running" \
+		'code == 200 and d["status"] == "running"'
+	check "... both sleeps run on the host" both_seen 108 109
+	stdin_to $'\x03'
+	expect "... Ctrl-C cancels it: status cancelled, exit code 130" "$(ended cancelled 130)"
+	check "... and neither sleep is left: the background one is killed too" \
+		eval "host_gone '$(sleep_re 108)' 10 && host_gone '$(sleep_re 109)' 10"
+	ex x1 "sleep 110.$M" yield_time_ms:=200
+	stdin_to $'\x04'
+	expect "Ctrl-D (\\u0004) cancels a command on pipes: cancelled, exit code 130" \
+		"$(ended cancelled 130)"
+	check "... and no sleep 110 is left on the host" host_gone "$(sleep_re 110)" 10
 }
 
 timeouts() {
@@ -283,6 +296,11 @@ timeouts() {
 	expect "sleep 101 with timeout 500, yield 5000: timed_out, exit code 124" \
 		"$(ended timed_out 124)"
 	check "... and no sleep 101 is left on the host" host_gone "$(sleep_re 101)" 10
+	ex x1 "sleep 106.$M & sleep 107.$M" timeout_ms:=500 yield_time_ms:=5000
+	expect "'sleep 106 & sleep 107' with timeout 500: timed_out, exit code 124" \
+		"$(ended timed_out 124)"
+	check "... and neither sleep is left: the timeout kills the whole tree" \
+		eval "host_gone '$(sleep_re 106)' 10 && host_gone '$(sleep_re 107)' 10"
 	ex x1 "sleep 102.$M" timeout_ms:=500 yield_time_ms:=0
 	expect "sleep 102 with timeout 500, yield 0: running" \
 		'code == 200 and d["status"] == "running"'
@@ -311,6 +329,12 @@ lines() {
 		'code == 200 and d["next_offset"] is None and d["line_count"] == 1000 and d["complete"] is True'
 	check "... pages of 300 (4 of them) give the lines 1..1000 in order" \
 		test "$pages:$(cat "$T/lines")" = "4:$(seq 1 1000)"
+	ex x1 'seq 1 1000' max_output_bytes:=10
+	expect "max_output_bytes 10: at most 10 bytes of output, output_truncated" \
+		"$(ended completed 0) and len(out.encode()) <= 10 and out.startswith(\"1\\n\") and d[\"output_truncated\"] is True and d[\"total_output_bytes\"] == $(seq 1 1000 | wc -c)"
+	call read_command_lines "command_session_id=$CID" offset:=1000 limit:=1
+	expect "... its transcript still has every line" \
+		'code == 200 and [l.rstrip("\n") for l in d["lines"]] == ["1000"] and d["line_count"] == 1000'
 	call read_command_lines "command_session_id=$id" offset:=201 limit:=2
 	expect "read_command_lines offset 201 limit 2: lines 201, 202, next_offset 203" \
 		'code == 200 and [l.rstrip("\n") for l in d["lines"]] == ["201", "202"] and d["next_offset"] == 203'
@@ -344,7 +368,7 @@ implicit() {
 # after the last of its commands, whichever started it.
 implicit_joined() {
 	local ws first
-	ex '' 'sleep 1; echo y > j1.txt' yield_time_ms:=200
+	ex '' 'sleep 3; echo y > j1.txt' yield_time_ms:=200
 	expect "an implicit session's first command is running" \
 		'code == 200 and d["status"] == "running" and d["implicit_session"] is True'
 	ws=$(field 'd["workspace_session_id"]')
