@@ -126,10 +126,19 @@ cmd_ended(struct eosd_commands *c, struct cmd *x)
 		n->running--;
 	if (c->d->cgroups && (g = eosd_cgroup_find(c->d->cgroups, x->sandbox, x->session)))
 		eosd_cgroup_sampling(g, false);
-	if (x->error == 0)
-		eosd_obs_event(c->d->obs, "command.exited", x->sandbox, x->session,
-			       json_pack("{s:s,s:i,s:s?}", "command_session_id", x->id, "exit_code",
-					 x->exit_code, "end", x->end));
+	if (x->error == 0) {
+		enum eos_obs_status st = !x->end			? EOS_OBS_COMPLETED
+					 : !strcmp(x->end, "cancelled") ? EOS_OBS_CANCELLED
+									: EOS_OBS_TIMED_OUT;
+
+		eosd_span_record(c->d->obs, &x->trace, "namespace.exec.run_shell", x->started_mono,
+				 x->ended_mono, st,
+				 json_pack("{s:s,s:i}", "command_session_id", x->id, "exit_code",
+					   x->exit_code));
+		eosd_obs_event_in(c->d->obs, &x->trace, "command.exited", x->sandbox, x->session,
+				  json_pack("{s:s,s:i,s:s?}", "command_session_id", x->id,
+					    "exit_code", x->exit_code, "end", x->end));
+	}
 	if (n && n->o.implicit && n->running == 0 && !n->finalizing && x->error == 0) {
 		finalize_start(c, x);
 		return;
@@ -159,9 +168,9 @@ on_started(struct eosd_commands *c, struct cmd *x, struct eosd_holder_event *ev)
 	pid_add(c, x->subreaper, x->id);
 	if (c->d->cgroups && (g = eosd_cgroup_find(c->d->cgroups, x->sandbox, x->session)))
 		eosd_cgroup_sampling(g, true);
-	eosd_obs_event(c->d->obs, "command.started", x->sandbox, x->session,
-		       json_pack("{s:s,s:s,s:i}", "command_session_id", x->id, "cmd", x->cmdline,
-				 "pid", (int)ev->shell_nspid));
+	eosd_obs_event_in(c->d->obs, &x->trace, "command.started", x->sandbox, x->session,
+			  json_pack("{s:s,s:s,s:i}", "command_session_id", x->id, "cmd", x->cmdline,
+				    "pid", (int)ev->shell_nspid));
 }
 
 void
@@ -297,6 +306,7 @@ finalize_run(void *arg)
 	j->x->final = true;
 	store_finish(c, j->x);
 	pthread_cond_broadcast(&c->cond);
+	cmds_wake(c); /* its deferred replies */
 	pthread_mutex_unlock(&c->lock);
 	free(j);
 }
@@ -460,6 +470,80 @@ cmd_started(void *ctx)
 	return ((struct cmd *)ctx)->state != CMD_STARTING;
 }
 
+/* --- deferred replies ----------------------------------------------------------------------- */
+
+/* Answer later through call->finish: the engine makes the reply when x settles. Lock held. */
+static void
+defer(struct eosd_commands *c, struct eosd_call *call, struct cmd *x, int yield_ms,
+      size_t max_output)
+{
+	struct waiter *w = calloc(1, sizeof(*w));
+
+	if (!w) { /* no memory to wait: answer now */
+		call->finish(call, 0, reply_of(c, x, max_output), NULL);
+		return;
+	}
+	*w = (struct waiter){ .call = call,
+			      .x = x,
+			      .deadline = eos_mono_ns() + MS(yield_ms),
+			      .max_output = max_output,
+			      .next = c->waiters };
+	x->waiting++;
+	c->waiters = w;
+	cmds_wake(c);
+}
+
+int64_t
+cmds_waiters(struct eosd_commands *c, int64_t now, struct waiter **ret_done)
+{
+	int64_t next = 0;
+
+	*ret_done = NULL;
+	for (struct waiter **p = &c->waiters; *p;) {
+		struct waiter *w = *p;
+		struct cmd *x = w->x;
+		bool publishing = x->finalizing && !x->final;
+		int64_t due = w->deadline;
+
+		if (x->final && (x->fd_out >= 0 || x->fd_err >= 0))
+			due = EOS_MIN(due, x->ended_mono + MS(DRAIN_MS));
+		if (!c->quiesced && !c->d->stopping && !cmd_settled(x) &&
+		    (now < w->deadline || publishing)) {
+			if (!publishing && (!next || due < next))
+				next = due;
+			p = &w->next;
+			continue;
+		}
+		if (x->state != CMD_EXITED)
+			eosd_obs_event_in(c->d->obs, &x->trace, "command.yielded", x->sandbox,
+					  x->session,
+					  json_pack("{s:s}", "command_session_id", x->id));
+		w->out = reply_of(c, x, w->max_output);
+		x->waiting--;
+		*p = w->next;
+		w->next = *ret_done;
+		*ret_done = w;
+	}
+	return next;
+}
+
+void
+cmds_waiters_finish(struct waiter *done)
+{
+	while (done) {
+		struct waiter *w = done;
+		struct eos_error err = { 0 };
+
+		done = w->next;
+		if (w->out)
+			w->call->finish(w->call, 0, w->out, NULL);
+		else
+			w->call->finish(w->call, eos_error_set(&err, -ENOMEM, "out of memory"),
+					NULL, &err);
+		free(w);
+	}
+}
+
 /* Wait for x to settle, at most yield_ms (an implicit session's publish is always awaited). */
 static void
 wait_yield(struct eosd_commands *c, struct cmd *x, int yield_ms)
@@ -589,6 +673,7 @@ cmd_new(const struct eosd_exec_req *q, struct ns *n)
 	x->fd_out = x->fd_err = x->fd_in = x->fd_log = -1;
 	x->tty = q->tty;
 	x->last_nl = true;
+	x->trace = eosd_obs_context();
 	x->started_wall = eos_wall_ns();
 	x->started_mono = eos_mono_ns();
 	if (q->timeout_ms)
@@ -632,8 +717,8 @@ start(struct eosd_commands *c, struct cmd *x, const struct eosd_exec_req *q, str
 }
 
 int
-eosd_commands_exec(struct eosd_commands *c, const struct eosd_exec_req *q, json_t **out, int *kind,
-		   struct eos_error *err)
+eosd_commands_exec(struct eosd_commands *c, const struct eosd_exec_req *q, struct eosd_call *call,
+		   json_t **out, int *kind, struct eos_error *err)
 {
 	struct ns *n;
 	struct cmd *x;
@@ -665,7 +750,10 @@ eosd_commands_exec(struct eosd_commands *c, const struct eosd_exec_req *q, json_
 			store_finish(c, x);
 		}
 	}
-	if (r == 0) {
+	if (r == 0 && call && call->finish && !c->quiesced) {
+		defer(c, call, x, q->yield_ms, q->max_output);
+		r = EOSD_DEFERRED;
+	} else if (r == 0) {
 		wait_yield(c, x, q->yield_ms);
 		if (x->state != CMD_EXITED)
 			eosd_obs_event(c->d->obs, "command.yielded", x->sandbox, x->session,
@@ -721,7 +809,8 @@ not_found(struct eosd_commands *c, const char *id, struct eos_error *err)
 
 int
 eosd_commands_stdin(struct eosd_commands *c, const char *id, const char *chars, size_t len,
-		    int yield_ms, size_t max_output, json_t **out, struct eos_error *err)
+		    int yield_ms, size_t max_output, struct eosd_call *call, json_t **out,
+		    struct eos_error *err)
 {
 	bool cancel = len == 1 && (chars[0] == '\x03' || chars[0] == '\x04');
 	struct cmd *x;
@@ -756,7 +845,10 @@ eosd_commands_stdin(struct eosd_commands *c, const char *id, const char *chars, 
 	} else if (len > 0) {
 		r = eos_error_set(err, -EPIPE, "command '%s' has ended: it reads no input", id);
 	}
-	if (r == 0) {
+	if (r == 0 && call && call->finish && !c->quiesced) {
+		defer(c, call, x, yield_ms, max_output);
+		r = EOSD_DEFERRED;
+	} else if (r == 0) {
 		wait_yield(c, x, yield_ms);
 		if (!(*out = reply_of(c, x, max_output)))
 			r = eos_error_set(err, -ENOMEM, "out of memory");

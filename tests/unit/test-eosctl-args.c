@@ -68,6 +68,8 @@ sample(const struct eos_arg *a)
 		return "L3";
 	case EOS_ARG_EDITS:
 		return "[{\"old_string\":\"a\",\"new_string\":\"b\"}]";
+	case EOS_ARG_ENV:
+		return "NAME=value";
 	}
 	return "";
 }
@@ -95,6 +97,8 @@ bad_sample(const struct eos_arg *a)
 		return "Lx";
 	case EOS_ARG_EDITS:
 		return "[]";
+	case EOS_ARG_ENV:
+		return "1BAD=x";
 	}
 	return NULL;
 }
