@@ -442,7 +442,8 @@ isolation() {
 	ex ia 'ps -e -o args='
 	expect "ps -e in ia shows ia's sleep" "\"sleep 303.$M\" in out"
 	ex ib 'ps -e -o args='
-	expect "ps -e in ib does not show it" "code == 200 and \"sleep 303.$M\" not in out"
+	expect "ps -e in ib (which lists itself) does not show it" \
+		"code == 200 and \"ps -e -o args=\" in out and \"sleep 303.$M\" not in out"
 	create in network=isolated
 	expect "create_workspace_session with network isolated" 'code == 200'
 	ex in 'cat /proc/net/dev'
@@ -521,30 +522,46 @@ seccomp() {
 # --- provenance -----------------------------------------------------------------------------------
 
 provenance() {
-	local c1 c2 i
+	local c1 c2 c3 i
 	create pv
-	ex pv "env -i /bin/sh -c 'echo child >> a.txt'"
-	expect "env -i /bin/sh writes a.txt" "$(ended completed 0)"
+	ex pv "env -i /bin/sh -c 'echo child >> a.txt'; true"
+	expect "a child started with env -i writes a.txt" "$(ended completed 0)"
 	c1=$CID
 	ex pv "nohup sh -c 'sleep 0.5; echo daemon >> b.txt' >/dev/null 2>&1 &"
 	expect "nohup sh … & starts a daemon that writes b.txt" "$(ended completed 0)"
 	c2=$CID
+	ex pv "setsid sh -c 'sleep 0.5; echo setsid >> c.txt' </dev/null >/dev/null 2>&1 &"
+	expect "setsid sh … & starts a daemon that writes c.txt" "$(ended completed 0)"
+	c3=$CID
 	for ((i = 0; i < 100; i++)); do
-		call file_read workspace_session_id=pv path=b.txt
-		[[ $status == 200 && $(field 'd["content"]') == daemon ]] && break
+		call file_read workspace_session_id=pv path=c.txt
+		[[ $status == 200 ]] && call file_read workspace_session_id=pv path=b.txt
+		[[ $status == 200 ]] && break
 		sleep 0.1
 	done
+	for ((i = 0; i < 100; i++)); do
+		call inspect_workspace_session workspace_session_id=pv
+		[[ $(field 'len(d["processes"])') == 0 ]] && break
+		sleep 0.1
+	done
+	expect "... both daemons have ended" 'code == 200 and d["processes"] == []'
+	call file_read workspace_session_id=pv path=b.txt
 	expect "... b.txt holds daemon" 'code == 200 and d["content"] == "daemon\n"'
-	sleep 0.3
+	call file_read workspace_session_id=pv path=c.txt
+	expect "... c.txt holds setsid" 'code == 200 and d["content"] == "setsid\n"'
 	call publish_workspace_session workspace_session_id=pv
 	expect "publish the session" 'code == 200 and d["status"] == "published"'
-	call file_blame path=a.txt
-	expect "file_blame a.txt: operation:$c1 (the env -i child)" \
-		"code == 200 and d[\"ranges\"] and all(r[\"owner\"] == \"operation:$c1\" for r in d[\"ranges\"])"
-	call file_blame path=b.txt
-	expect "file_blame b.txt: operation:$c2 (the nohup daemon)" \
-		"code == 200 and d[\"ranges\"] and all(r[\"owner\"] == \"operation:$c2\" for r in d[\"ranges\"])"
+	blamed a.txt "$c1" "the env -i child"
+	blamed b.txt "$c2" "the nohup daemon"
+	blamed c.txt "$c3" "the setsid daemon"
 	call destroy_workspace_session workspace_session_id=pv
+}
+
+# blamed PATH ID WHO: file_blame of PATH at the head names operation:ID for every range.
+blamed() {
+	call file_blame "path=$1"
+	expect "file_blame $1: operation:$2 ($3)" \
+		"code == 200 and d[\"ranges\"] and all(r[\"owner\"] == \"operation:$2\" for r in d[\"ranges\"])"
 }
 
 # --- failures -------------------------------------------------------------------------------------
@@ -577,16 +594,37 @@ killed_holder() {
 }
 
 kill_eosd() {
+	local ws holders=()
 	create kk
 	ex kk "sleep 301.$M & exit 0"
 	expect "session kk starts a background sleep 301" "$(ended completed 0)"
 	ex kk "sleep 300.$M" yield_time_ms:=200
 	expect "... and runs sleep 300" 'code == 200 and d["status"] == "running"'
 	check "both sleeps run on the host" both_seen 300 301
+	for ws in kk x1; do
+		call inspect_workspace_session "workspace_session_id=$ws"
+		holders+=("$(field 'd["holder"]["pid"]')")
+	done
+	check "sessions kk and x1 have live holders (${holders[*]})" kill -0 "${holders[@]}"
 	kill -9 "$eosd_pid"
 	wait "$eosd_pid" 2>/dev/null
 	check "SIGKILL of eosd: no sleep 300 is left on the host" host_gone "$(sleep_re 300)" 20
 	check "... nor the background sleep 301" host_gone "$(sleep_re 301)" 20
+	check "... nor either session's holder" pids_gone "${holders[@]}"
+}
+
+# Wait up to 2 s until none of the pids $@ is alive.
+pids_gone() {
+	local i p alive
+	for ((i = 0; i <= 20; i++)); do
+		alive=
+		for p in "$@"; do
+			kill -0 "$p" 2>/dev/null && alive=1
+		done
+		[[ -z $alive ]] && return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 # --transcripts N keeps the transcripts of the newest N commands: an eosd of its own.
