@@ -471,7 +471,10 @@ cmd_settled(void *ctx)
 
 	if (!x->final)
 		return false;
-	return (x->fd_out < 0 && x->fd_err < 0) || eos_mono_ns() > x->ended_mono + MS(DRAIN_MS);
+	/* GONE follows EXITED at once unless something runs on: wait for it too, so that
+	 * "background" is not claimed for a command that left nothing behind */
+	return (x->fd_out < 0 && x->fd_err < 0 && x->gone) ||
+	       eos_mono_ns() > x->ended_mono + MS(DRAIN_MS);
 }
 
 static bool
@@ -515,7 +518,7 @@ cmds_waiters(struct eosd_commands *c, int64_t now, struct waiter **ret_done)
 		bool publishing = x->finalizing && !x->final;
 		int64_t due = w->deadline;
 
-		if (x->final && (x->fd_out >= 0 || x->fd_err >= 0))
+		if (x->final && (x->fd_out >= 0 || x->fd_err >= 0 || !x->gone))
 			due = EOS_MIN(due, x->ended_mono + MS(DRAIN_MS));
 		if (!c->quiesced && !c->d->stopping && !cmd_settled(x) &&
 		    (now < w->deadline || publishing)) {
@@ -721,6 +724,11 @@ start(struct eosd_commands *c, struct cmd *x, const struct eosd_exec_req *q, str
 		return eos_error_set(err, -ETIMEDOUT, "command %s did not start within %d ms",
 				     x->id, START_WAIT_MS);
 	}
+	if (x->error == -EXDEV) /* the holder's RESOLVE_BENEATH: a symlink out of /workspace */
+		return eos_error_set(err, -EINVAL,
+				     "argument 'cwd': '%s' leads out of /workspace; command not "
+				     "started (%s)",
+				     q->cwd, x->message);
 	if (x->error)
 		return eos_error_set(err, x->error, "command not started: %s", x->message);
 	return 0;
