@@ -319,8 +319,8 @@ stop(struct daemon *dm)
 
 	d->stopping = true;
 	eosd_commands_quiesce(d->commands); /* replies waiting for commands go out now */
-	eosd_gateway_free(dm->gw);	 /* waits for running handlers, removes the socket */
-	eosd_commands_free(d->commands); /* every session's processes end */
+	eosd_gateway_free(dm->gw);	    /* waits for running handlers, removes the socket */
+	eosd_commands_free(d->commands);    /* every session's processes end */
 	d->commands = NULL;
 	if (dm->sessions)
 		eosd_sessions_stop(d);
