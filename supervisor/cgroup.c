@@ -154,6 +154,31 @@ remove_dirs(struct eosd_cgroup *g)
 			remove_parents(g->dir[i]);
 }
 
+/*
+ * A session's limits: EOSD_CGROUP_PIDS_MAX processes and half the machine's memory, so that a
+ * fork bomb or a memory hog in one session leaves eosd and the other sessions working (best
+ * effort: a controller that is not there is skipped).
+ */
+static void
+set_limits(const struct eosd_cgroups *cg, const struct eosd_cgroup *g)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	char mem[32], pids[32];
+
+	snprintf(pids, sizeof(pids), "%d", EOSD_CGROUP_PIDS_MAX);
+	snprintf(mem, sizeof(mem), "%lld",
+		 pages > 0 && size > 0 ? (long long)pages * size / 2 : (long long)4 << 30);
+	if (cg->mode == EOSD_CGROUP_V2) {
+		(void)write_str(g->dir[0], "pids.max", pids);
+		(void)write_str(g->dir[0], "memory.max", mem);
+		return;
+	}
+	if (g->dir[EOSD_CG_PIDS])
+		(void)write_str(g->dir[EOSD_CG_PIDS], "pids.max", pids);
+	if (g->dir[EOSD_CG_MEMORY])
+		(void)write_str(g->dir[EOSD_CG_MEMORY], "memory.limit_in_bytes", mem);
+}
+
 static int
 create_locked(struct eosd_cgroups *cg, const char *sandbox, const char *session,
 	      struct eosd_cgroup **ret, struct eos_error *err)
@@ -166,6 +191,8 @@ create_locked(struct eosd_cgroups *cg, const char *sandbox, const char *session,
 			r = make_dir(cg, cg->base[i], sandbox, session, &g->dir[i], err);
 	if (r == 0 && cg->mode == EOSD_CGROUP_V2 && cg->v2_enable[0])
 		enable_controllers(cg, g->dir[0]);
+	if (r == 0)
+		set_limits(cg, g);
 	if (r < 0) {
 		if (g)
 			remove_dirs(g);

@@ -35,6 +35,7 @@ struct eosd_obs;
 
 enum {
 	EOSD_CGROUP_INTERVAL_MS = 1000,
+	EOSD_CGROUP_PIDS_MAX = 4096, /* processes of one session */
 };
 
 enum eosd_cgroup_mode {

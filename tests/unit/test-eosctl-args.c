@@ -99,7 +99,7 @@ bad_sample(const struct eos_arg *a)
 	case EOS_ARG_EDITS:
 		return "[]";
 	case EOS_ARG_ENV:
-		return "1NAME=value";
+		return "1BAD=x";
 	}
 	return NULL;
 }
