@@ -4,7 +4,9 @@
  * operation with that cli_group and cli_verb; its words are the operation's positionals in
  * catalog order, its --options the other arguments (names with '_' → '-'). Every value goes
  * through eos_catalog_parse_word() and the whole set through eos_catalog_validate(), so a line
- * eosd would refuse is refused here, naming the option, before anything is sent.
+ * eosd would refuse is refused here, naming the option, before anything is sent. An env argument
+ * may be given again (`--env A=1 --env B=2`): the objects merge, the later value of a name wins.
+ * exec's command is the rest of the line (eosctl_exec_takes_words()), joined into one.
  */
 #include <errno.h>
 #include <limits.h>
@@ -155,6 +157,8 @@ struct parser {
 	struct eosctl_cmd *cmd;
 	const char *pos[POSITIONAL_MAX];
 	size_t npos;
+	char *const *words; /* exec: the words after "--" */
+	size_t nwords;
 };
 
 static bool
@@ -368,7 +372,15 @@ find_option(const struct eos_op *op, const char *name, enum form *ret_form)
 static int
 set_arg(struct parser *p, const struct eos_arg *a, json_t *v, struct eos_error *err)
 {
-	if (json_object_get(p->cmd->args, a->name)) {
+	json_t *had = json_object_get(p->cmd->args, a->name);
+
+	if (had && a->kind == EOS_ARG_ENV) {
+		int r = json_object_update(had, v);
+
+		json_decref(v);
+		return r < 0 ? eos_error_set(err, -ENOMEM, "out of memory") : 0;
+	}
+	if (had) {
 		json_decref(v);
 		return eos_error_set(err, -EINVAL, "argument '%s' is given twice", a->name);
 	}
@@ -487,6 +499,30 @@ positional(const struct eos_op *op, unsigned k)
 	return NULL;
 }
 
+/* exec: the words from pos[w] on and those after "--" are its one command line. */
+static int
+assign_command_words(struct parser *p, size_t w, struct eos_error *err)
+{
+	const struct eos_arg *a = positional(p->cmd->op, 1);
+	size_t before = p->npos - w, n = before + p->nwords;
+	cleanup_free const char **words = NULL;
+	cleanup_free char *line = NULL;
+	json_t *j;
+	int r;
+
+	if (n == 0)
+		return 0; /* finish_op() names what is missing */
+	if (!(words = calloc(n, sizeof(*words))))
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	memcpy(words, p->pos + w, before * sizeof(*words));
+	for (size_t k = 0; k < p->nwords; k++)
+		words[before + k] = p->words[k];
+	if ((r = eosctl_exec_join_words(words, n, &line, err)) < 0 ||
+	    (r = parse_value(a, line, &j, err)) < 0)
+		return r;
+	return set_arg(p, a, j, err);
+}
+
 static int
 assign_positionals(struct parser *p, struct eos_error *err)
 {
@@ -499,6 +535,8 @@ assign_positionals(struct parser *p, struct eos_error *err)
 		if ((r = set_global(p->cmd, G_SANDBOX, p->pos[w++], err)) < 0)
 			return r;
 	}
+	if (eosctl_exec_takes_words(op))
+		return assign_command_words(p, w, err);
 	for (unsigned k = 1; w < p->npos; k++, w++) {
 		const struct eos_arg *a = positional(op, k);
 
@@ -574,6 +612,11 @@ parse_rest(struct parser *p, struct eos_error *err)
 
 		if (!only_positionals && strcmp(w, "--") == 0) {
 			only_positionals = true;
+			if (p->cmd->op && eosctl_exec_takes_words(p->cmd->op)) {
+				p->words = p->argv + p->i;
+				p->nwords = (size_t)(p->argc - p->i);
+				p->i = p->argc;
+			}
 		} else if (!only_positionals && strncmp(w, "--", 2) == 0) {
 			if ((r = one_option(p, w, err)) < 0)
 				return r;

@@ -5,7 +5,8 @@
  * object indented below its key, a list of objects a table (columns: the scalar fields, in the
  * order they first appear), multi-line strings a block of their own; file_read prints the file's
  * lines as they are. No rendering knows a reply's fields beyond these rules, so a field eosd adds
- * shows without a change here.
+ * shows without a change here. A command's result (exec, stdin) is its output then a status line,
+ * and `lines` the transcript's lines themselves; what else those replies say goes to stderr.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -237,12 +238,163 @@ print_file_read(FILE *f, const json_t *doc)
 		fprintf(stderr, "eosctl: more lines follow (use --offset and --limit)\n");
 }
 
+/* --- commands (exec_command, write_command_stdin, read_command_lines) ------------------------- */
+
+static const char *
+field(const json_t *doc, const char *key)
+{
+	const char *s = json_string_value(json_object_get(doc, key));
+
+	return s ? s : "?";
+}
+
+void
+eosctl_output_command_status(FILE *f, const char *prefix, const json_t *doc)
+{
+	const json_t *code = json_object_get(doc, "exit_code");
+	const char *sig = json_string_value(json_object_get(doc, "signal"));
+	json_int_t ms = json_integer_value(json_object_get(doc, "wall_time_ms"));
+
+	fprintf(f, "%s%s: %s", prefix, field(doc, "command_session_id"), field(doc, "status"));
+	if (sig)
+		fprintf(f, ", killed by %s", sig);
+	if (json_is_integer(code))
+		fprintf(f, ", exit code %lld", (long long)json_integer_value(code));
+	fprintf(f, ", %lld.%03lld s", (long long)(ms / 1000), (long long)(ms % 1000));
+	if (json_is_true(json_object_get(doc, "background")))
+		fprintf(f, "; processes it started still run in its session");
+	fprintf(f, "\n");
+}
+
+void
+eosctl_output_command_cut(FILE *f, const json_t *doc)
+{
+	fprintf(f,
+		"eosctl: output was left out (more than max_output_bytes in one reply); all of "
+		"it: eosctl lines %s %s\n",
+		field(doc, "sandbox_id"), field(doc, "command_session_id"));
+}
+
+/* "conflicts in a.txt, src/b.c" */
+static void
+print_conflict_paths(FILE *f, const json_t *conflicts)
+{
+	size_t i;
+	json_t *c;
+
+	fprintf(f, "conflicts in");
+	json_array_foreach(conflicts, i, c)
+	{
+		cleanup_free char *q = NULL;
+		const char *path = json_string_value(json_object_get(c, "path"));
+
+		fprintf(f, "%s %s", i ? "," : "", path ? eos_quote_cstr(path, false, &q) : "?");
+	}
+	fprintf(f, "%s", json_array_size(conflicts) ? "" : " (none listed)");
+}
+
+int
+eosctl_output_command_publish(FILE *f, const json_t *doc)
+{
+	const json_t *p = json_object_get(doc, "publish");
+	const char *status = json_string_value(json_object_get(p, "status"));
+	const char *ws = field(doc, "workspace_session_id");
+	cleanup_free char *owned = NULL, *q = NULL;
+
+	if (!status)
+		return EOSCTL_EXIT_OK;
+	if (strcmp(status, "no_op") == 0)
+		return EOSCTL_EXIT_OK; /* it changed nothing: nothing to say */
+	if (strcmp(status, "published") == 0) {
+		if (f)
+			fprintf(f, "eosctl: implicit session '%s' published as version %s\n", ws,
+				scalar_text(json_object_get(p, "version"), &owned));
+		return EOSCTL_EXIT_OK;
+	}
+	if (strstr(status, "rejected")) {
+		if (f) {
+			fprintf(f, "eosctl: implicit session '%s': publish rejected, ", ws);
+			print_conflict_paths(f, json_object_get(p, "conflicts"));
+			fprintf(f, "; its changes were discarded\n");
+		}
+		return EOSCTL_EXIT_REJECTED;
+	}
+	if (f)
+		fprintf(f, "eosctl: implicit session '%s' not published: %s\n", ws,
+			json_is_string(json_object_get(p, "message"))
+				? eos_quote_cstr(field(p, "message"), true, &q)
+				: status);
+	return EOSCTL_EXIT_FAILED;
+}
+
+static bool
+is_command_result(const struct eos_op *op, const json_t *doc)
+{
+	return (strcmp(op->name, "exec_command") == 0 ||
+		strcmp(op->name, "write_command_stdin") == 0) &&
+	       json_is_string(json_object_get(doc, "output"));
+}
+
+/* exec, stdin: the output, then a status line; the notes on stderr. */
+static void
+print_command_result(FILE *f, const json_t *doc)
+{
+	const json_t *out = json_object_get(doc, "output");
+	size_t n = json_string_length(out);
+
+	fwrite(json_string_value(out), 1, n, f);
+	if (n > 0 && json_string_value(out)[n - 1] != '\n')
+		fputc('\n', f);
+	eosctl_output_command_status(f, "", doc);
+	if (json_is_true(json_object_get(doc, "output_truncated")))
+		eosctl_output_command_cut(stderr, doc);
+	eosctl_output_command_publish(stderr, doc);
+}
+
+/* lines: the transcript's lines; "lines 1–200 of 1000; next: --offset 201" on stderr. */
+static void
+print_command_lines(FILE *f, const json_t *doc)
+{
+	const json_t *lines = json_object_get(doc, "lines");
+	const json_t *next = json_object_get(doc, "next_offset");
+	long long a = (long long)json_integer_value(json_object_get(doc, "offset"));
+	long long k = (long long)json_array_size(lines);
+	long long all = (long long)json_integer_value(json_object_get(doc, "line_count"));
+	bool complete = json_is_true(json_object_get(doc, "complete"));
+	size_t i;
+	json_t *l;
+
+	json_array_foreach(lines, i, l)
+	{
+		fwrite(json_string_value(l), 1, json_string_length(l), f);
+		fputc('\n', f);
+	}
+	if (k == 0)
+		fprintf(stderr, "eosctl: no lines from %lld: %lld in all%s\n", a, all,
+			complete ? "" : " so far (the command still runs)");
+	else if (json_is_integer(next))
+		fprintf(stderr, "eosctl: lines %lld\u2013%lld of %lld; next: --offset %lld\n", a,
+			a + k - 1, all, (long long)json_integer_value(next));
+	else
+		fprintf(stderr, "eosctl: lines %lld\u2013%lld of %lld%s\n", a, a + k - 1, all,
+			complete ? " (the end)" : " so far (the command still runs)");
+}
+
 static void
 print_text(FILE *f, const struct eos_op *op, const json_t *doc)
 {
 	if (op && strcmp(op->name, "file_read") == 0 &&
 	    json_is_string(json_object_get(doc, "content"))) {
 		print_file_read(f, doc);
+		return;
+	}
+	if (op && is_command_result(op, doc)) {
+		print_command_result(f, doc);
+		return;
+	}
+	if (op && strcmp(op->name, "read_command_lines") == 0 &&
+	    json_is_array(json_object_get(doc, "lines"))) {
+		print_command_lines(f, doc);
 		return;
 	}
 	if (op && eosctl_obs_render(f, op, doc))

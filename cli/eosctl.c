@@ -34,7 +34,8 @@ dispatch(const struct eosctl_cmd *cmd)
 {
 	switch (cmd->action) {
 	case EOSCTL_ACTION_OP:
-		return eosctl_call_run(cmd);
+		return eosctl_exec_takes_words(cmd->op) ? eosctl_exec_run(cmd)
+							: eosctl_call_run(cmd);
 	case EOSCTL_ACTION_HELP:
 		return help(cmd);
 	case EOSCTL_ACTION_COMPLETION:

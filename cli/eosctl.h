@@ -12,6 +12,8 @@
  *	  eosctl_args_parse()      argv → struct eosctl_cmd, or a usage error (exit 2, nothing sent)
  *	  eosctl_call_run()        find eosd (eosctl-daemon.c: eosd.json, token, autostart), send
  *	                           the request (cli/http.h), render the reply (eosctl-output.c)
+ *	  eosctl_exec_run()        exec: a command in a session, its output as it comes
+ *	                           (eosctl-exec.c)
  *	  eosctl_daemon_*()        daemon start|stop|status
  *	  eosctl_help_*()          --help, help OP, completion bash (eosctl-help.c)
  *
@@ -145,6 +147,39 @@ int eosctl_output_error(FILE *f, const json_t *envelope, bool json);
 int eosctl_output_local_error(FILE *f, const char *kind, const char *message, bool json);
 /* Whether output goes as text for mode o (AUTO: stdout is a terminal). */
 bool eosctl_output_is_text(enum eosctl_output o);
+
+/*
+ * The text of a command's result (exec_command, write_command_stdin, read_command_lines), each
+ * on f: "cmd-17: completed, exit code 0, 0.012 s" after prefix; the note that a reply's output
+ * was cut, naming `eosctl lines`; the outcome of an implicit session's publish ("published as
+ * version L000004", or the paths of the conflicts that rejected it). The last returns the exit
+ * status that outcome calls for: 0, 1 (it failed), 3 (rejected); it prints nothing for a result
+ * without one, nor when f is NULL.
+ */
+void eosctl_output_command_status(FILE *f, const char *prefix, const json_t *doc);
+void eosctl_output_command_cut(FILE *f, const json_t *doc);
+int eosctl_output_command_publish(FILE *f, const json_t *doc);
+
+/* --- eosctl-exec.c ---------------------------------------------------------------------------- */
+
+/*
+ * Whether op takes the rest of the command line as one command (exec_command): its words after
+ * the sandbox, and every word after "--", whatever it looks like.
+ */
+bool eosctl_exec_takes_words(const struct eos_op *op);
+/*
+ * The command line of words[n] (n >= 1): a single word as it is (`eosctl exec -- 'make && make
+ * test'`), several joined by spaces, each one that a shell would split or expand in single
+ * quotes ('\'' for a quote inside). Caller owns *ret; -ENOMEM.
+ */
+int eosctl_exec_join_words(const char *const *words, size_t n, char **ret, struct eos_error *err);
+/*
+ * eosctl exec: run cmd's command and wait for its end, printing its output as it comes (or, with
+ * --json, the final result with all of it), forwarding standard input and turning SIGINT into
+ * a cancel; --tty puts a terminal on stdin in raw mode meanwhile. The exit status: the
+ * command's exit code, 1 (the operation failed), 3 (its implicit session's publish rejected).
+ */
+int eosctl_exec_run(const struct eosctl_cmd *cmd);
 
 /* --- eosctl-daemon.c -------------------------------------------------------------------------- */
 

@@ -36,7 +36,7 @@ enum eos_arg_kind {
 	EOS_ARG_HOST_PATH, /* an absolute path on the host */
 	EOS_ARG_VERSION,   /* a layer: "L000003", "L3" or "3" */
 	EOS_ARG_EDITS,	   /* [{old_string, new_string, replace_all?}], 1 to max items */
-	EOS_ARG_ENV,	   /* {"NAME": "value"}: environment names, string values; 0 to max entries */
+	EOS_ARG_ENV, /* {"NAME": "value"}: environment names, string values; 0 to max entries */
 };
 
 enum {
@@ -44,7 +44,7 @@ enum {
 	EOS_CATALOG_ID_MAX = 64,
 	EOS_CATALOG_PATH_MAX = 4096,
 	EOS_CATALOG_EDITS_MAX = 1000,
-	EOS_CATALOG_ENV_MAX = 256,	     /* entries of an env argument without its own max */
+	EOS_CATALOG_ENV_MAX = 256,	   /* entries of an env argument without its own max */
 	EOS_CATALOG_ENV_VALUE_MAX = 32768, /* bytes of one env value */
 };
 

@@ -4,7 +4,8 @@
  * (eos-store --json, the gateway's {"error":{"kind",…}} envelope, eosctl and the MCP server).
  * A failure inside eos is a negative errno (common/error.h); eos_errkind_of() names its kind.
  * Interfaces may also raise the request-level kinds (invalid_request, unauthorized, forbidden,
- * too_large, timeout, publish_rejected, holder_exited) directly. doc/error-handling.md lists them all.
+ * too_large, timeout, publish_rejected, holder_exited) directly. doc/error-handling.md lists them
+ * all.
  */
 #pragma once
 
@@ -25,8 +26,8 @@ enum eos_errkind {
 	EOS_ERRKIND_TOO_LARGE,	     /* EFBIG, E2BIG, EMSGSIZE: a body or value above its limit */
 	EOS_ERRKIND_TIMEOUT,	     /* ETIMEDOUT */
 	EOS_ERRKIND_PUBLISH_REJECTED, /* the gate found conflicts (not an errno) */
-	EOS_ERRKIND_UNAVAILABLE, /* ESHUTDOWN, ECONNREFUSED: the daemon is stopping or absent */
-	EOS_ERRKIND_IO,		 /* anything else */
+	EOS_ERRKIND_UNAVAILABLE,   /* ESHUTDOWN, ECONNREFUSED: the daemon is stopping or absent */
+	EOS_ERRKIND_IO,		   /* anything else */
 	EOS_ERRKIND_HOLDER_EXITED, /* a session's namespace holder has died (not an errno) */
 	EOS_ERRKIND_COUNT
 };

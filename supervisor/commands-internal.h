@@ -72,12 +72,23 @@ struct cmd {
 	bool truncated;	  /* output past EOSD_TRANSCRIPT_MAX was dropped */
 	uint64_t replied; /* bytes handed out in replies */
 	int64_t started_wall, started_mono, ended_mono;
-	int64_t deadline_mono; /* the timeout (0: none) */
-	bool finalizing;       /* implicit: its session is being published */
-	bool final;	       /* exited and, for an implicit session's last, finalized */
-	json_t *publish;       /* implicit: the publish's outcome */
+	int64_t deadline_mono;	     /* the timeout (0: none) */
+	bool finalizing;	     /* implicit: its session is being published */
+	bool final;		     /* exited and, for an implicit session's last, finalized */
+	unsigned waiting;	     /* deferred replies waiting for it (not retired meanwhile) */
+	json_t *publish;	     /* implicit: the publish's outcome */
 	struct eosd_trace_ctx trace; /* exec_command's command.exec span: its later records */
 	struct cmd *next;
+};
+
+/* A deferred reply (call->finish) waiting for its command to settle or its yield to pass. */
+struct waiter {
+	struct eosd_call *call;
+	struct cmd *x;
+	int64_t deadline;
+	size_t max_output;
+	json_t *out; /* the reply, once made */
+	struct waiter *next;
 };
 
 struct eosd_commands {
@@ -93,6 +104,8 @@ struct eosd_commands {
 	uint64_t next_seq;
 	uint64_t oldest_seq; /* the oldest transcript still kept */
 	struct ns *nss;
+	struct waiter *waiters;
+	bool quiesced;	  /* eosd stops: no reply waits any more */
 	struct cmd *cmds; /* newest first: running and retained */
 	size_t ncmds;
 	unsigned running;
@@ -143,6 +156,13 @@ int store_lines(struct eosd_commands *c, const char *id, int64_t offset, int64_t
 		json_t **ret_lines, int64_t *ret_next, struct eos_error *err);
 /* The result of x as doc/commands.md shows it (no output). */
 json_t *cmd_result(const struct cmd *x);
+/*
+ * Make the replies of the waiters whose command settled or whose yield passed (all of them
+ * once quiesced) and move them to *ret_done; returns the nearest time one is due (0: none).
+ */
+int64_t cmds_waiters(struct eosd_commands *c, int64_t now, struct waiter **ret_done);
+/* Send the replies of done and free them (the lock not held). */
+void cmds_waiters_finish(struct waiter *done);
 /* p[n] as a JSON string, bytes that are not UTF-8 replaced by U+FFFD (commands-run.c). */
 json_t *cmd_text_json(const char *p, size_t n);
 /* Wait (lock held) until pred(ctx) or deadline (CLOCK_MONOTONIC ns). */

@@ -83,7 +83,7 @@ eosd_op_exec_command(struct eosd *d, struct eosd_call *c, json_t **out, struct e
 				    .max_output = (size_t)arg_int(c, "max_output_bytes", 65536),
 				    .implicit = o.implicit };
 	eosd_span_attr_str(&sp, "cmd", q.cmd);
-	r = r ?: eosd_commands_exec(d->commands, &q, out, &kind, err);
+	r = r ?: eosd_commands_exec(d->commands, &q, c, out, &kind, err);
 	if (r < 0 && o.implicit && name[0]) /* it never ran: its session goes too */
 		(void)eosd_session_destroy(d, c->sandbox_id, name, NULL);
 	if (r == 0) {
@@ -126,7 +126,7 @@ eosd_op_write_command_stdin(struct eosd *d, struct eosd_call *c, json_t **out,
 		       ?: eosd_commands_stdin(
 				  d->commands, id, json_string_value(chars),
 				  json_string_length(chars), (int)arg_int(c, "yield_time_ms", 1000),
-				  (size_t)arg_int(c, "max_output_bytes", 65536), out, err);
+				  (size_t)arg_int(c, "max_output_bytes", 65536), c, out, err);
 }
 
 int

@@ -292,6 +292,7 @@ struct finalize_job {
 	struct cmd *x; /* stays in the list: not retired while finalizing */
 	char sandbox[EOS_SANDBOX_ID_MAX + 1];
 	char session[EOS_SESSION_NAME_MAX + 1];
+	struct eosd_trace_ctx trace;
 };
 
 static void
@@ -299,13 +300,22 @@ finalize_run(void *arg)
 {
 	struct finalize_job *j = arg;
 	struct eosd_commands *c = j->c;
-	json_t *res = eosd_session_finalize_implicit(c->d, j->sandbox, j->session);
+	struct eosd_span sp;
+	json_t *res;
+
+	/* in the command's trace: command.exec → command.finalize → workspace_session.finalize */
+	eosd_span_begin_in(c->d->obs, &sp, "command.finalize", &j->trace, j->sandbox);
+	eosd_span_set_session(&sp, j->session);
+	res = eosd_session_finalize_implicit(c->d, j->sandbox, j->session);
+	eosd_span_attr(&sp, "publish", json_incref(json_object_get(res, "status")));
+	eosd_span_end(&sp, 0, NULL);
 
 	pthread_mutex_lock(&c->lock);
 	j->x->publish = res;
 	j->x->final = true;
 	store_finish(c, j->x);
 	pthread_cond_broadcast(&c->cond);
+	cmds_wake(c); /* its deferred replies */
 	pthread_mutex_unlock(&c->lock);
 	free(j);
 }
@@ -331,6 +341,7 @@ finalize_start(struct eosd_commands *c, struct cmd *x)
 	}
 	j->c = c;
 	j->x = x;
+	j->trace = x->trace;
 	snprintf(j->sandbox, sizeof(j->sandbox), "%s", x->sandbox);
 	snprintf(j->session, sizeof(j->session), "%s", x->session);
 	if (c->d->pool && eosd_pool_submit(c->d->pool, finalize_run, j) == 0)
@@ -460,13 +471,90 @@ cmd_settled(void *ctx)
 
 	if (!x->final)
 		return false;
-	return (x->fd_out < 0 && x->fd_err < 0) || eos_mono_ns() > x->ended_mono + MS(DRAIN_MS);
+	/* GONE follows EXITED at once unless something runs on: wait for it too, so that
+	 * "background" is not claimed for a command that left nothing behind */
+	return (x->fd_out < 0 && x->fd_err < 0 && x->gone) ||
+	       eos_mono_ns() > x->ended_mono + MS(DRAIN_MS);
 }
 
 static bool
 cmd_started(void *ctx)
 {
 	return ((struct cmd *)ctx)->state != CMD_STARTING;
+}
+
+/* --- deferred replies ----------------------------------------------------------------------- */
+
+/* Answer later through call->finish: the engine makes the reply when x settles. Lock held. */
+static void
+defer(struct eosd_commands *c, struct eosd_call *call, struct cmd *x, int yield_ms,
+      size_t max_output)
+{
+	struct waiter *w = calloc(1, sizeof(*w));
+
+	if (!w) { /* no memory to wait: answer now */
+		call->finish(call, 0, reply_of(c, x, max_output), NULL);
+		return;
+	}
+	*w = (struct waiter){ .call = call,
+			      .x = x,
+			      .deadline = eos_mono_ns() + MS(yield_ms),
+			      .max_output = max_output,
+			      .next = c->waiters };
+	x->waiting++;
+	c->waiters = w;
+	cmds_wake(c);
+}
+
+int64_t
+cmds_waiters(struct eosd_commands *c, int64_t now, struct waiter **ret_done)
+{
+	int64_t next = 0;
+
+	*ret_done = NULL;
+	for (struct waiter **p = &c->waiters; *p;) {
+		struct waiter *w = *p;
+		struct cmd *x = w->x;
+		bool publishing = x->finalizing && !x->final;
+		int64_t due = w->deadline;
+
+		if (x->final && (x->fd_out >= 0 || x->fd_err >= 0 || !x->gone))
+			due = EOS_MIN(due, x->ended_mono + MS(DRAIN_MS));
+		if (!c->quiesced && !c->d->stopping && !cmd_settled(x) &&
+		    (now < w->deadline || publishing)) {
+			if (!publishing && (!next || due < next))
+				next = due;
+			p = &w->next;
+			continue;
+		}
+		if (x->state != CMD_EXITED)
+			eosd_obs_event_in(c->d->obs, &x->trace, "command.yielded", x->sandbox,
+					  x->session,
+					  json_pack("{s:s}", "command_session_id", x->id));
+		w->out = reply_of(c, x, w->max_output);
+		x->waiting--;
+		*p = w->next;
+		w->next = *ret_done;
+		*ret_done = w;
+	}
+	return next;
+}
+
+void
+cmds_waiters_finish(struct waiter *done)
+{
+	while (done) {
+		struct waiter *w = done;
+		struct eos_error err = { 0 };
+
+		done = w->next;
+		if (w->out)
+			w->call->finish(w->call, 0, w->out, NULL);
+		else
+			w->call->finish(w->call, eos_error_set(&err, -ENOMEM, "out of memory"),
+					NULL, &err);
+		free(w);
+	}
 }
 
 /* Wait for x to settle, at most yield_ms (an implicit session's publish is always awaited). */
@@ -636,14 +724,19 @@ start(struct eosd_commands *c, struct cmd *x, const struct eosd_exec_req *q, str
 		return eos_error_set(err, -ETIMEDOUT, "command %s did not start within %d ms",
 				     x->id, START_WAIT_MS);
 	}
+	if (x->error == -EXDEV) /* the holder's RESOLVE_BENEATH: a symlink out of /workspace */
+		return eos_error_set(err, -EINVAL,
+				     "argument 'cwd': '%s' leads out of /workspace; command not "
+				     "started (%s)",
+				     q->cwd, x->message);
 	if (x->error)
 		return eos_error_set(err, x->error, "command not started: %s", x->message);
 	return 0;
 }
 
 int
-eosd_commands_exec(struct eosd_commands *c, const struct eosd_exec_req *q, json_t **out, int *kind,
-		   struct eos_error *err)
+eosd_commands_exec(struct eosd_commands *c, const struct eosd_exec_req *q, struct eosd_call *call,
+		   json_t **out, int *kind, struct eos_error *err)
 {
 	struct ns *n;
 	struct cmd *x;
@@ -675,7 +768,10 @@ eosd_commands_exec(struct eosd_commands *c, const struct eosd_exec_req *q, json_
 			store_finish(c, x);
 		}
 	}
-	if (r == 0) {
+	if (r == 0 && call && call->finish && !c->quiesced) {
+		defer(c, call, x, q->yield_ms, q->max_output);
+		r = EOSD_DEFERRED;
+	} else if (r == 0) {
 		wait_yield(c, x, q->yield_ms);
 		if (x->state != CMD_EXITED)
 			eosd_obs_event(c->d->obs, "command.yielded", x->sandbox, x->session,
@@ -731,7 +827,8 @@ not_found(struct eosd_commands *c, const char *id, struct eos_error *err)
 
 int
 eosd_commands_stdin(struct eosd_commands *c, const char *id, const char *chars, size_t len,
-		    int yield_ms, size_t max_output, json_t **out, struct eos_error *err)
+		    int yield_ms, size_t max_output, struct eosd_call *call, json_t **out,
+		    struct eos_error *err)
 {
 	bool cancel = len == 1 && (chars[0] == '\x03' || chars[0] == '\x04');
 	struct cmd *x;
@@ -766,7 +863,10 @@ eosd_commands_stdin(struct eosd_commands *c, const char *id, const char *chars, 
 	} else if (len > 0) {
 		r = eos_error_set(err, -EPIPE, "command '%s' has ended: it reads no input", id);
 	}
-	if (r == 0) {
+	if (r == 0 && call && call->finish && !c->quiesced) {
+		defer(c, call, x, yield_ms, max_output);
+		r = EOSD_DEFERRED;
+	} else if (r == 0) {
 		wait_yield(c, x, yield_ms);
 		if (!(*out = reply_of(c, x, max_output)))
 			r = eos_error_set(err, -ENOMEM, "out of memory");

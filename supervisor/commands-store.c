@@ -93,7 +93,7 @@ retire(struct eosd_commands *c)
 
 		snprintf(id, sizeof(id), "cmd-%" PRIu64, c->oldest_seq);
 		x = cmd_find(c, id);
-		if (x && !x->final)
+		if (x && (!x->final || x->waiting))
 			break;
 		remove_seq(c, c->oldest_seq);
 		if (x) {

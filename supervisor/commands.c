@@ -281,6 +281,13 @@ ready_deadlines(struct eosd_commands *c, int64_t now)
 	return next;
 }
 
+/* The earlier of two deadlines (0: none). */
+static int64_t
+earliest(int64_t a, int64_t b)
+{
+	return a && b ? EOS_MIN(a, b) : a ? a : b;
+}
+
 static void *
 engine(void *arg)
 {
@@ -290,14 +297,21 @@ engine(void *arg)
 	pthread_mutex_lock(&c->lock);
 	while (!c->quit) {
 		int64_t now = eos_mono_ns();
+		struct waiter *done = NULL;
 		int64_t t1 = ready_deadlines(c, now), t2 = cmds_timeouts(c, now);
-		int64_t next = t1 && t2 ? EOS_MIN(t1, t2) : t1 ? t1 : t2;
+		int64_t t3 = cmds_waiters(c, now, &done);
+		int64_t next = earliest(earliest(t1, t2), t3);
 		int timeout = next ? (int)EOS_MIN((next - now) / 1000000 + 1, INT_MAX) : -1;
+
+		/* deferred replies go out as soon as eosd stops (SIGTERM sets d->stopping) */
+		if (c->waiters && (timeout < 0 || timeout > 100))
+			timeout = 100;
 		int n;
 
 		pthread_cond_broadcast(&c->cond);
 		pthread_mutex_unlock(&c->lock);
-		n = epoll_wait(c->epfd, evs, EOS_ARRAY_SIZE(evs), timeout);
+		cmds_waiters_finish(done);
+		n = done ? 0 : epoll_wait(c->epfd, evs, EOS_ARRAY_SIZE(evs), timeout);
 		pthread_mutex_lock(&c->lock);
 		for (int i = 0; i < n; i++) {
 			int tag = (int)(evs[i].data.u64 >> 32), fd = (int)(uint32_t)evs[i].data.u64;
@@ -388,6 +402,24 @@ eosd_commands_new(struct eosd *d, unsigned keep, struct eosd_commands **ret, str
 	}
 	*ret = c;
 	return 0;
+}
+
+static bool
+no_waiters(void *ctx)
+{
+	return ((struct eosd_commands *)ctx)->waiters == NULL;
+}
+
+void
+eosd_commands_quiesce(struct eosd_commands *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->quiesced = true;
+	cmds_wake(c);
+	cmds_wait_until(c, no_waiters, c, eos_mono_ns() + 5000000000LL);
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* Ask n's holder to end everything and wait (bounded) for it to go. Lock held. */

@@ -86,11 +86,20 @@ struct eosd_exec_req {
 	bool implicit; /* the session was made for this command */
 };
 
-/* Run a command and answer as doc/commands.md says (kind: the error kind to answer, or -1). */
-int eosd_commands_exec(struct eosd_commands *c, const struct eosd_exec_req *x, json_t **out,
-		       int *kind, struct eos_error *err);
+/*
+ * Run a command and answer as doc/commands.md says (kind: the error kind to answer, or -1).
+ * With call->finish (the gateway's) the reply waits for the command without holding a worker:
+ * EOSD_DEFERRED, and call->finish() answers once it settles or its yield has passed; without,
+ * the caller waits here.
+ */
+int eosd_commands_exec(struct eosd_commands *c, const struct eosd_exec_req *x,
+		       struct eosd_call *call, json_t **out, int *kind, struct eos_error *err);
+/* write_command_stdin: the same ways of answering. */
 int eosd_commands_stdin(struct eosd_commands *c, const char *id, const char *chars, size_t len,
-			int yield_ms, size_t max_output, json_t **out, struct eos_error *err);
+			int yield_ms, size_t max_output, struct eosd_call *call, json_t **out,
+			struct eos_error *err);
+/* eosd is stopping: answer every deferred reply now, and defer none from now on. */
+void eosd_commands_quiesce(struct eosd_commands *c);
 int eosd_commands_lines(struct eosd_commands *c, const char *id, int64_t offset, int64_t limit,
 			json_t **out, struct eos_error *err);
 /* The sandbox of command id ("" when unknown), for the token check. */

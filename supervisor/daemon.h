@@ -77,6 +77,17 @@ struct eosd_call {
 	/* out, optional: the error kind to answer with (-1: from the errno), and details */
 	int kind;
 	json_t *details;
+	/*
+	 * Set by the gateway: a handler that would wait (a command's yield) may instead arrange
+	 * for someone to call finish(call, r, out, err) later — exactly once, from any thread,
+	 * out stolen — and return EOSD_DEFERRED, freeing its worker. NULL where nobody would
+	 * answer later (a handler called directly): the handler waits then.
+	 */
+	void (*finish)(struct eosd_call *c, int r, json_t *out, const struct eos_error *err);
+};
+
+enum {
+	EOSD_DEFERRED = 1, /* a handler's return: call->finish() answers later */
 };
 
 typedef int (*eosd_handler_fn)(struct eosd *d, struct eosd_call *call, json_t **out,

@@ -49,6 +49,8 @@ struct eosd_job {
 	char *reply;			/* JSON text */
 	struct eosd_stream_source keep; /* kept open after the handler (eosd_stream_keep) */
 	bool kept;
+	char trace[2 * 16 +
+		   1]; /* a deferred reply's trace id (hex), taken when its handler returned */
 	/* protected by gw->done_lock */
 	struct eos_buf events; /* event text queued by the worker, not yet taken by the loop */
 	bool opened;	       /* the handler started with a stream: begin the reply */

@@ -12,6 +12,7 @@
 #include <event2/keyvalq_struct.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,12 +151,10 @@ job_prepare(struct eosd_job *j, struct eos_error *err)
 
 /* The handler's result as the reply's status and text, with the request's trace id. */
 static void
-job_result(struct eosd_job *j, int r, json_t *out, const struct eos_error *err)
+job_result(struct eosd_job *j, int r, json_t *out, const struct eos_error *err, const char *trace)
 {
-	char trace[EOSD_OBS_TRACE_HEX];
 	int kind;
 
-	eosd_obs_trace_hex(trace);
 	if (r >= 0) {
 		j->status = 200;
 		if (!out)
@@ -192,6 +191,16 @@ root_attrs(struct eosd_span *root, const struct eosd_job *j, int r)
 		eosd_span_attr(root, "streaming", json_true());
 }
 
+/* call.finish of a handler that returned EOSD_DEFERRED (any thread, once). */
+static void
+job_finish_deferred(struct eosd_call *c, int r, json_t *out, const struct eos_error *err)
+{
+	struct eosd_job *j = (struct eosd_job *)((char *)c - offsetof(struct eosd_job, call));
+
+	job_result(j, r, out, err, j->trace);
+	eosd_gateway_job_finish(j);
+}
+
 static void
 job_run(void *arg)
 {
@@ -211,9 +220,23 @@ job_run(void *arg)
 		if ((r = EOS_FAILPOINT("gateway.handler")) < 0)
 			eos_error_set(&err, r, "%s: failpoint 'gateway.handler'", j->call.op->name);
 	}
+	j->call.finish = job_finish_deferred;
 	if (r >= 0)
 		r = j->fn(d, &j->call, &out, &err);
-	job_result(j, r, out, &err);
+	if (r == EOSD_DEFERRED) { /* answered later by call.finish: job_finish_deferred() */
+		eosd_obs_trace_hex(j->trace);
+		root_attrs(&root, j, 0);
+		eosd_span_attr(&root, "deferred", json_true());
+		eosd_span_end(&root, 0, &err);
+		atomic_fetch_add(&d->requests, 1);
+		return;
+	}
+	{
+		char trace[EOSD_OBS_TRACE_HEX];
+
+		eosd_obs_trace_hex(trace);
+		job_result(j, r, out, &err, trace);
+	}
 	root_attrs(&root, j, r);
 	eosd_span_end(&root, r, &err);
 	atomic_fetch_add(&d->requests, 1);

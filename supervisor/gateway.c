@@ -537,7 +537,7 @@ eosd_gateway_free(struct eosd_gateway *gw)
 	eosd_cgroups_set_timer(gw->d->cgroups, NULL, NULL);
 	eosd_obs_set_notify(gw->d->obs, NULL, NULL);
 	eosd_obs_attach(gw->d->obs,
-			NULL);	  /* queued flush jobs still run: the pool runs its queue */
+			NULL); /* queued flush jobs still run: the pool runs its queue */
 	gw->d->pool = NULL;
 	eosd_pool_free(gw->pool); /* waits for the running handlers */
 	gw->d->gateway = NULL;

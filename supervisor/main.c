@@ -318,8 +318,9 @@ stop(struct daemon *dm)
 	struct eosd *d = &dm->d;
 
 	d->stopping = true;
-	eosd_gateway_free(dm->gw);	 /* waits for running handlers, removes the socket */
-	eosd_commands_free(d->commands); /* every session's processes end */
+	eosd_commands_quiesce(d->commands); /* replies waiting for commands go out now */
+	eosd_gateway_free(dm->gw);	    /* waits for running handlers, removes the socket */
+	eosd_commands_free(d->commands);    /* every session's processes end */
 	d->commands = NULL;
 	if (dm->sessions)
 		eosd_sessions_stop(d);

@@ -418,6 +418,15 @@ eosd_span_begin(struct eosd_obs *obs, struct eosd_span *sp, const char *name, co
 }
 
 void
+eosd_span_begin_in(struct eosd_obs *obs, struct eosd_span *sp, const char *name,
+		   const struct eosd_trace_ctx *parent, const char *sandbox)
+{
+	span_init(obs, sp, name, parent, 0, 0);
+	eosd_span_set_sandbox(sp, sandbox);
+	make_current(sp);
+}
+
+void
 eosd_span_begin_root(struct eosd_obs *obs, struct eosd_span *sp, const char *name, int64_t wall,
 		     int64_t mono)
 {

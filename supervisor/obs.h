@@ -119,6 +119,12 @@ void eosd_span_begin(struct eosd_obs *obs, struct eosd_span *sp, const char *nam
  */
 void eosd_span_begin_root(struct eosd_obs *obs, struct eosd_span *sp, const char *name,
 			  int64_t wall, int64_t mono);
+/*
+ * Begin span sp under parent (a captured context: work that belongs to an earlier request's
+ * trace, such as an implicit session's publish after its command) and make it current.
+ */
+void eosd_span_begin_in(struct eosd_obs *obs, struct eosd_span *sp, const char *name,
+			const struct eosd_trace_ctx *parent, const char *sandbox);
 /* Start span sp under parent (NULL or zero: a new trace) without making it current. */
 void eosd_span_start(struct eosd_obs *obs, struct eosd_span *sp, const char *name,
 		     const struct eosd_trace_ctx *parent, const char *sandbox);

@@ -149,8 +149,10 @@ eosd_session_create(struct eosd *d, const char *sandbox, const char *id, uint64_
 	char name[EOS_SESSION_NAME_MAX + 1] = "";
 	struct eos_sandbox_info sb;
 	json_t *doc = NULL;
+	struct eosd_span sp;
 	int r = 0;
 
+	eosd_span_begin(d->obs, &sp, "workspace_session.create", sandbox);
 	if (id) {
 		snprintf(name, sizeof(name), "%s", id);
 		r = eos_session_name_check(id, err);
@@ -159,9 +161,14 @@ eosd_session_create(struct eosd *d, const char *sandbox, const char *id, uint64_
 	}
 	r = r ?: eos_store_sandbox_get(d->store, sandbox, &sb, err);
 	r = r ?: eos_store_session_create(d->store, sandbox, name, version, NULL, err);
+	eosd_span_set_session(&sp, name);
 	r = r ?: serve_new(d, sandbox, name, o, &doc, err);
-	if (r == 0)
+	if (r == 0) {
 		created_events(d, doc, NULL);
+		eosd_span_attr(&sp, "base_version",
+			       json_incref(json_object_get(doc, "base_version")));
+	}
+	eosd_span_end(&sp, r, err);
 	if (ret_name)
 		snprintf(ret_name, EOS_SESSION_NAME_MAX + 1, "%s", name);
 	if (out)
@@ -182,7 +189,7 @@ eosd_session_destroy(struct eosd *d, const char *sandbox, const char *name, stru
 	return r;
 }
 
-/* Traced as workspace_session.create (→ view.mount, namespace.launch). */
+/* Traced as workspace_session.create (→ view.mount, namespace.launch): eosd_session_create. */
 int
 eosd_op_create_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out,
 				 struct eos_error *err)
@@ -194,23 +201,12 @@ eosd_op_create_workspace_session(struct eosd *d, struct eosd_call *c, json_t **o
 		.isolation =
 			iso && !strcmp(iso, "none") ? EOSD_HOLDER_NONE : EOSD_HOLDER_NAMESPACES,
 	};
-	char name[EOS_SESSION_NAME_MAX + 1] = "";
-	struct eosd_span sp;
 	uint64_t v;
-	int r;
+	int r = parse_version(c, &v, err);
 
-	eosd_span_begin(d->obs, &sp, "workspace_session.create", c->sandbox_id);
-	eosd_span_set_session(&sp, arg_str(c, "workspace_session_id"));
-	r = parse_version(c, &v, err);
-	r = r
-		    ?: eosd_session_create(d, c->sandbox_id, arg_str(c, "workspace_session_id"), v,
-					   &o, name, out, err);
-	eosd_span_set_session(&sp, name);
-	if (r == 0)
-		eosd_span_attr(&sp, "base_version",
-			       json_incref(json_object_get(*out, "base_version")));
-	eosd_span_end(&sp, r, err);
-	return r;
+	return r
+		       ?: eosd_session_create(d, c->sandbox_id, arg_str(c, "workspace_session_id"),
+					      v, &o, NULL, out, err);
 }
 
 /*

@@ -16,3 +16,8 @@ endif
 # statuses, daemon start/stop/status), as root and as the unprivileged user.
 TESTS += tests/integration/eosctl.sh
 EXTRA_DIST += tests/integration/eosctl.sh
+# eosctl exec, stdin and lines against a real eosd's command engine (exit statuses, stdin, Ctrl-C,
+# timeouts, streaming, --json, paging, --tty through script(1)), as root and as the unprivileged
+# user.
+TESTS += tests/integration/eosctl-exec.sh
+EXTRA_DIST += tests/integration/eosctl-exec.sh

@@ -308,6 +308,40 @@ else
 		test "$rc" = 0
 fi
 
+# --- an implicit exec: its spans and events; cgroup samples while a command runs ------------------
+call management/create_sandbox "{\"args\":{\"source\":\"$T/src\",\"id\":\"sx\"}}"
+call runtime/exec_command '{"sandbox_id":"sx","args":{"cmd":"echo x > made.txt","yield_time_ms":10000}}'
+expect_call 200 "an implicit exec_command"
+check "... completed and published" test "$(field '[d["status"], d["publish"]["status"]]')" = \
+	'["completed", "published"]'
+get_trace "$(field 'd["trace_id"]')"
+check "trace of the exec: daemon.dispatch → command.exec, completed" \
+	test "$(span_status daemon.dispatch/command.exec)" = completed
+check "... → workspace_session.create → view.mount" \
+	test "$(span_status daemon.dispatch/command.exec/workspace_session.create/view.mount)" = completed
+check "... → workspace_session.create → namespace.launch" test "$(span_status \
+	daemon.dispatch/command.exec/workspace_session.create/namespace.launch)" = completed
+check "... → namespace.exec.run_shell, completed" \
+	test "$(span_status daemon.dispatch/command.exec/namespace.exec.run_shell)" = completed
+check "... → command.finalize → workspace_session.finalize → layerstack.publish" test "$(span_status \
+	daemon.dispatch/command.exec/command.finalize/workspace_session.finalize/layerstack.publish)" = completed
+check "... its events: the session made, the command started and exited, the layer published" \
+	python3 -c 'import sys; e = sys.argv[1].split(","); need = ["workspace_session.created",
+"command.started", "command.exited", "layer.published", "workspace_session.destroyed"]
+sys.exit(0 if all(n in e for n in need) and e.index("command.started") < e.index("command.exited")
+	 else 1)' "$(trace_events)"
+call runtime/create_workspace_session '{"sandbox_id":"sx","args":{"workspace_session_id":"busy"}}'
+call runtime/exec_command '{"sandbox_id":"sx","args":{"workspace_session_id":"busy","cmd":"timeout 3 sh -c \"while :; do :; done\"","yield_time_ms":2600}}'
+check "a busy command yields" test "$(field 'd["status"]')" = running
+run eosctl --json cgroup session busy
+if ((EUID == 0)); then
+	check "cgroup as root while it runs: samples with cpu time" test "$(json_get \
+		'[d["status"], len(d["samples"]) > 0, max(s["cpu_usec"] for s in d["samples"]) > 0]' \
+		<<<"$out")" = '["available", true, true]'
+else
+	check "cgroup as uid $EUID while it runs: answered" test "$rc" = 0
+fi
+
 # --- eosctl's drawings ----------------------------------------------------------------------------
 run eosctl --text trace "$PUB"
 check "eosctl trace ID --text: a waterfall of bars" \
@@ -359,8 +393,8 @@ check "... once it has left, eosd holds no socket more than before it came" \
 	test "$(sockets)" -le "$before"
 
 # --- the follower, a restart --------------------------------------------------------------------------
-check "the follower saw every session event since" \
-	test "$(grep -c '"workspace_session\.destroyed"' "$T/follow.out")" = 2
+check "the follower saw every session event since (w1, w2, the implicit exec's)" \
+	test "$(grep -c '"workspace_session\.destroyed"' "$T/follow.out")" = 3
 stop_eosd
 wait "$follower"
 check "SIGTERM ends events --follow: exit 0" test "$?" = 0

@@ -14,3 +14,5 @@ tests_unit_test_eosd_pool_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_eosd_pool_LDADD = tests/unit/libeos-testutil.a $(EOSD_LIBS) $(CHECK_LIBS)
 endif
 EOSD_TESTS += tests/integration/eosd-restart.sh tests/integration/eosd-obs.sh
+# Commands in sessions (doc/commands.md): it runs seccomp-probe inside a command (holder.mk).
+EOSD_TESTS += tests/integration/eosd-exec.sh

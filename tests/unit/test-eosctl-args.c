@@ -4,6 +4,7 @@
  * the catalog is reachable as GROUP VERB, every usage error is refused naming the argument, help
  * lists every argument with its default, and the completion script knows every command and
  * option. All of it driven by the catalog itself, so an operation added there is tested here.
+ * Also exec's own line: its command words joined (shell-quoted) into one, --env merged.
  */
 #include <check.h>
 #include <errno.h>
@@ -349,6 +350,121 @@ START_TEST(options_aliases_and_forms)
 }
 END_TEST
 
+/* The command line eosctl_exec_join_words() makes of the NULL-terminated words. */
+static void
+joins_to(const char *want, ...)
+{
+	const char *words[16];
+	size_t n = 0;
+	cleanup_free char *line = NULL;
+	struct eos_error err = { 0 };
+	va_list ap;
+
+	va_start(ap, want);
+	while ((words[n] = va_arg(ap, const char *)))
+		n++;
+	va_end(ap);
+	ck_assert_int_eq(eosctl_exec_join_words(words, n, &line, &err), 0);
+	ck_assert_str_eq(line, want);
+}
+
+START_TEST(exec_words_are_joined_and_quoted)
+{
+	/* one word is the command line as it is: the shell reads it */
+	joins_to("make && make test", "make && make test", NULL);
+	joins_to("echo 'a b'", "echo 'a b'", NULL);
+	joins_to("", "", NULL);
+	/* several: each that a shell would split or expand is quoted */
+	joins_to("echo hi", "echo", "hi", NULL);
+	joins_to("ls -la ./src a_b@c%d+e=f:g,h", "ls", "-la", "./src", "a_b@c%d+e=f:g,h", NULL);
+	joins_to("echo 'a b' '$HOME' '*' ''", "echo", "a b", "$HOME", "*", "", NULL);
+	joins_to("printf '%s\\n' 'it'\\''s' ''\\'''", "printf", "%s\\n", "it's", "'", NULL);
+	joins_to("python3 -c 'print(input())'", "python3", "-c", "print(input())", NULL);
+	joins_to("echo 'a;b' '&&' '|' '~' '\\' '\n'", "echo", "a;b", "&&", "|", "~", "\\", "\n",
+		 NULL);
+	joins_to("echo 'caf\xc3\xa9'", "echo", "caf\xc3\xa9", NULL);
+}
+END_TEST
+
+START_TEST(exec_line)
+{
+	struct eosctl_cmd cmd = { 0 };
+	struct eos_error err = { 0 };
+	const json_t *env;
+
+	/* the words after "--" are the command, options among them included */
+	ck_assert_int_eq(parse_words(&cmd, &err, "exec", "sb", "--session", "ws-1", "--tty", "--",
+				     "ls", "--tty", "-la", "a b", NULL),
+			 0);
+	ck_assert_ptr_eq(cmd.op, eos_catalog_find("exec_command"));
+	ck_assert_str_eq(cmd.sandbox, "sb");
+	ck_assert_str_eq(json_string_value(json_object_get(cmd.args, "cmd")), "ls --tty -la 'a b'");
+	ck_assert(json_is_true(json_object_get(cmd.args, "tty")));
+	ck_assert_str_eq(json_string_value(json_object_get(cmd.args, "workspace_session_id")),
+			 "ws-1");
+	/* one word after "--" goes as it is; --sandbox leaves it to be the command */
+	ck_assert_int_eq(
+		parse_words(&cmd, &err, "exec", "--sandbox", "sb", "--", "make && make test", NULL),
+		0);
+	ck_assert_str_eq(json_string_value(json_object_get(cmd.args, "cmd")), "make && make test");
+	/* without "--", the words after the sandbox; more than POSITIONAL_MAX after it */
+	ck_assert_int_eq(parse_words(&cmd, &err, "exec", "sb", "echo", "hi", NULL), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(cmd.args, "cmd")), "echo hi");
+	ck_assert_int_eq(parse_words(&cmd, &err, "exec", "sb", "--", "seq", "1", "2", "3", "4", "5",
+				     "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16",
+				     "17", "18", "19", "20", NULL),
+			 0);
+	ck_assert_str_eq(json_string_value(json_object_get(cmd.args, "cmd")),
+			 "seq 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20");
+	/* --env repeats and merges, NAME=value or an object, the later value winning */
+	ck_assert_int_eq(parse_words(&cmd, &err, "exec", "sb", "--env", "A=1", "--env=B=x=y",
+				     "--env", "{\"C\":\"3\",\"A\":\"2\"}", "--env",
+				     "D=", "--timeout-ms", "5000", "--yield-time-ms", "0", "--",
+				     "env", NULL),
+			 0);
+	env = json_object_get(cmd.args, "env");
+	ck_assert_int_eq(json_object_size(env), 4);
+	ck_assert_str_eq(json_string_value(json_object_get(env, "A")), "2");
+	ck_assert_str_eq(json_string_value(json_object_get(env, "B")), "x=y");
+	ck_assert_str_eq(json_string_value(json_object_get(env, "C")), "3");
+	ck_assert_str_eq(json_string_value(json_object_get(env, "D")), "");
+	ck_assert_int_eq(json_integer_value(json_object_get(cmd.args, "timeout_ms")), 5000);
+	ck_assert_int_eq(json_integer_value(json_object_get(cmd.args, "yield_time_ms")), 0);
+	eosctl_cmd_release(&cmd);
+
+	refused("missing CMD (argument 'cmd')", "exec", "sb", "--", NULL);
+	refused("missing SANDBOX", "exec", "--", "echo", "hi", NULL);
+	refused("argument 'env'", "exec", "sb", "--env", "NOEQUALS", "--", "true", NULL);
+	refused("argument 'env'", "exec", "sb", "--env", "A=1", "--env", "9X=1", "--", "true",
+		NULL);
+	refused("argument 'cmd' is given twice", "exec", "sb", "--cmd", "true", "--", "false",
+		NULL);
+	refused("option '--timeout-ms'", "exec", "sb", "--timeout-ms", "0", "--", "true", NULL);
+}
+END_TEST
+
+START_TEST(stdin_and_lines_lines)
+{
+	struct eosctl_cmd cmd = { 0 };
+	struct eos_error err = { 0 };
+
+	ck_assert_int_eq(parse_words(&cmd, &err, "stdin", "sb", "cmd-17", "\003", NULL), 0);
+	ck_assert_ptr_eq(cmd.op, eos_catalog_find("write_command_stdin"));
+	ck_assert_str_eq(json_string_value(json_object_get(cmd.args, "command_session_id")),
+			 "cmd-17");
+	ck_assert_str_eq(json_string_value(json_object_get(cmd.args, "chars")), "\003");
+	ck_assert_int_eq(parse_words(&cmd, &err, "lines", "--sandbox", "sb", "cmd-17", "--offset",
+				     "201", "--limit", "50", NULL),
+			 0);
+	ck_assert_ptr_eq(cmd.op, eos_catalog_find("read_command_lines"));
+	ck_assert_int_eq(json_integer_value(json_object_get(cmd.args, "offset")), 201);
+	ck_assert_int_eq(json_integer_value(json_object_get(cmd.args, "limit")), 50);
+	eosctl_cmd_release(&cmd);
+	refused("missing COMMAND_SESSION_ID", "lines", "sb", NULL);
+	refused("unexpected argument 'x'", "lines", "sb", "cmd-1", "x", NULL);
+}
+END_TEST
+
 START_TEST(host_paths_become_absolute)
 {
 	struct eosctl_cmd cmd = { 0 };
@@ -520,6 +636,9 @@ main(void)
 	tcase_add_test(tc, every_bad_value_is_named);
 	tcase_add_test(tc, usage_errors_name_the_word);
 	tcase_add_test(tc, options_aliases_and_forms);
+	tcase_add_test(tc, exec_words_are_joined_and_quoted);
+	tcase_add_test(tc, exec_line);
+	tcase_add_test(tc, stdin_and_lines_lines);
 	tcase_add_test(tc, host_paths_become_absolute);
 	tcase_add_test(tc, content_from_a_file);
 	tcase_add_test(tc, help_and_local_commands);
