@@ -21,6 +21,9 @@ import threading
 import time
 
 
+IDLE_REUSE_S = 20  # below eosd's EOSD_IDLE_TIMEOUT_S (supervisor/gateway.h)
+
+
 class UnixHTTP(http.client.HTTPConnection):
     def __init__(self, path):
         super().__init__("localhost", timeout=600)
@@ -53,11 +56,18 @@ class Eosd:
     def call(self, surface, op, sandbox=None, conn=None, **args):
         body = json.dumps({"sandbox_id": sandbox, "args": args} if sandbox else {"args": args})
         c = conn or self.conn
-        c.request("POST", "/v1/%s/%s" % (surface, op), body,
-                  {"Authorization": "Bearer " + self.tokens[surface],
-                   "Content-Type": "application/json"})
-        r = c.getresponse()
-        doc = json.loads(r.read() or b"{}")
+        if time.monotonic() - getattr(c, "used", 0) > IDLE_REUSE_S:
+            c.close()  # eosd closes a connection idle for 30 s: open a new one, as browsers do
+        try:
+            c.request("POST", "/v1/%s/%s" % (surface, op), body,
+                      {"Authorization": "Bearer " + self.tokens[surface],
+                       "Content-Type": "application/json"})
+            r = c.getresponse()
+            doc = json.loads(r.read() or b"{}")
+        except Exception:
+            c.close()  # a later call starts on a fresh connection, not on a half-sent request
+            raise
+        c.used = time.monotonic()
         if r.status != 200:
             raise RuntimeError("%s: %d %s" % (op, r.status, doc))
         return doc
