@@ -10,6 +10,7 @@ a table without --tsv). Every figure is taken in this one run. A section the dae
 reported on stderr with its request and reply, the run goes on, and the exit status is 1.
 """
 import argparse
+import datetime
 import json
 import os
 import shutil
@@ -42,17 +43,17 @@ def call(d, op, sb, conn=None, **args):
         raise RuntimeError("request %s %s: reply %s" % (op, json.dumps(args), e)) from None
 
 
-def run_in(d, sb, session, cmd, conn=None, cwd=""):
+def run_in(d, sb, session, cmd, conn=None, cwd="", yield_ms=YIELD_MS):
     """cmd in session through exec_command, polled with write_command_stdin "" while it runs:
     (seconds from the request to the final result, the final result)."""
     t = time.perf_counter()
     res = call(d, "exec_command", sb, conn, cmd=cmd, workspace_session_id=session, cwd=cwd,
-               yield_time_ms=YIELD_MS)
+               yield_time_ms=yield_ms)
     out = res.get("output", "")
     while res.get("status") == "running":
         res = call(d, "write_command_stdin", sb, conn,
                    command_session_id=res["command_session_id"], chars="",
-                   yield_time_ms=YIELD_MS)
+                   yield_time_ms=yield_ms)
         out += res.get("output", "")
     secs = time.perf_counter() - t
     if res.get("status") != "completed":
@@ -60,6 +61,12 @@ def run_in(d, sb, session, cmd, conn=None, cwd=""):
                          (cmd, res.get("status"), res.get("exit_code"), res.get("signal"),
                           out[-2000:]))
     return secs, res
+
+
+def started(res):
+    """A result's started (UTC, milliseconds) in seconds since the epoch."""
+    t = datetime.datetime.strptime(res["started"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    return t.replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
 def host_env(home):
@@ -150,36 +157,49 @@ def bench_create(d, sb, rounds):
     return ms(created), ms(destroyed)
 
 
+def bench_parallel(d, sb, sessions, yield_ms):
+    """BUILD in every session at once, a thread and a connection each: the wall time until the
+    last one ends, each build's time and each command's start delay (from the request to its
+    result's started), in seconds."""
+    times, delays, errors = [None] * len(sessions), [None] * len(sessions), []
+
+    def run(i):
+        try:
+            sent = time.time()
+            times[i], res = run_in(d, sb, sessions[i], BUILD, conn=UnixHTTP(d.sock),
+                                   yield_ms=yield_ms)
+            delays[i] = started(res) - sent
+        except Exception as e:  # reported by the caller
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(sessions))]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.perf_counter() - t
+    if errors:
+        raise errors[0]
+    return wall, times, delays
+
+
 def bench_builds(d, sb, host_dir, env):
-    """A build on the host (the median of 3), 8 builds in 8 fresh sessions one after another,
-    8 in 8 more at once (a thread and a connection each): their wall times in seconds."""
-    host = []
-    for _ in range(3):
-        run_host("make -s clean", host_dir, env)
-        host.append(run_host(BUILD, host_dir, env))
-    run_host("make -s clean", host_dir, env)
-    sessions = [new_session(d, sb) for _ in range(2 * PARALLEL)]
+    """8 builds in 8 fresh sessions one after another, each after a build on the host (so that
+    the machine's load moves both alike), then 8 in 8 more fresh sessions at once polled with
+    YIELD_MS, then 8 more at once polled every second: (host median, sequential times,
+    {yield: bench_parallel's answer})."""
+    sessions = [new_session(d, sb) for _ in range(3 * PARALLEL)]
     try:
-        seq = [run_in(d, sb, s, BUILD)[0] for s in sessions[:PARALLEL]]
-        results, errors = [None] * PARALLEL, []
-
-        def run(i):
-            try:
-                results[i] = run_in(d, sb, sessions[PARALLEL + i], BUILD,
-                                    conn=UnixHTTP(d.sock))[0]
-            except Exception as e:  # reported by the caller
-                errors.append(e)
-
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(PARALLEL)]
-        t = time.perf_counter()
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        par = time.perf_counter() - t
-        if errors:
-            raise errors[0]
-        return ms(host)[0] / 1e3, seq, par, results
+        host, seq = [], []
+        for s in sessions[:PARALLEL]:
+            run_host("make -s clean", host_dir, env)
+            host.append(run_host(BUILD, host_dir, env))
+            seq.append(run_in(d, sb, s, BUILD)[0])
+        run_host("make -s clean", host_dir, env)
+        par = {y: bench_parallel(d, sb, sessions[k * PARALLEL:(k + 1) * PARALLEL], y)
+               for k, y in ((1, YIELD_MS), (2, 1000))}
+        return ms(host)[0] / 1e3, seq, par
     finally:
         for s in sessions:
             destroy(d, sb, s)
@@ -229,6 +249,9 @@ def sections(o, r, d, top):
         med, p95 = bench_exec_true(d, "small", o.rounds)
         r.report("exec_true.median", med, "ms")
         r.report("exec_true.p95", p95, "ms")
+        home = os.path.join(top, "home")
+        host = ms([run_host("true", home, env) for _ in range(o.rounds)])
+        r.report("exec_true.host(subprocess of bash -c true).median", host[0], "ms")
 
     def create():
         meds = {}
@@ -241,16 +264,20 @@ def sections(o, r, d, top):
         r.report("session_create_ready.large_over_small", meds["large"] / meds["small"], "x")
 
     def builds():
-        host, seq, par, each = bench_builds(d, "proj", proj, env)
+        host, seq, par = bench_builds(d, "proj", proj, env)
         seq_total, seq_med = sum(seq), ms(seq)[0] / 1e3
-        r.report("build.host(median of 3)", host, "s")
+        r.report("build.host(median of 8)", host, "s")
         r.report("build.sequential(8 sessions).total", seq_total, "s")
         r.report("build.sequential(8 sessions).median_per_build", seq_med, "s")
-        r.report("build.parallel(8 sessions).wall", par, "s")
-        r.report("build.parallel(8 sessions).slowest_build", max(each), "s")
-        r.report("build.parallel_over_sequential", par / seq_total, "x")
         r.report("build.per_build_session_over_host", seq_med / host, "x")
-        r.report("build.parallel_over_8_host_builds", par / (PARALLEL * host), "x")
+        for y, (wall, each, delays) in par.items():
+            name = "build.parallel(8 sessions, yield %d ms)" % y
+            r.report(name + ".wall", wall, "s")
+            r.report(name + ".fastest_build", min(each), "s")
+            r.report(name + ".slowest_build", max(each), "s")
+            r.report(name + ".latest_start", max(delays), "s")
+            r.report(name + ".over_sequential", wall / seq_total, "x")
+            r.report(name + ".over_8_host_builds", wall / (PARALLEL * host), "x")
 
     def commands():
         s = new_session(d, "proj")
