@@ -29,34 +29,9 @@ ms(int64_t ns)
 }
 
 static json_t *
-lines_json(const struct eos_conflict *k)
-{
-	json_t *arr = json_array();
-
-	for (size_t i = 0; arr && i < k->nlines; i++) {
-		const struct eos_conflict_lines *l = &k->lines[i];
-
-		eos_json_push(arr, json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "base_start",
-					     (json_int_t)l->base_start, "base_count",
-					     (json_int_t)l->base_count, "head_start",
-					     (json_int_t)l->head_start, "head_count",
-					     (json_int_t)l->head_count, "session_start",
-					     (json_int_t)l->session_start, "session_count",
-					     (json_int_t)l->session_count));
-	}
-	return arr;
-}
-
-static json_t *
 conflict_row(const void *item)
 {
-	const struct eos_conflict *k = item;
-
-	return json_pack("{s:o,s:s,s:o,s:s,s:s,s:s,s:o,s:o}", "path", tool_json_str(k->path),
-			 "kind", eos_conflict_kind_name(k->kind), "detail",
-			 k->detail ? tool_json_str(k->detail) : json_null(), "base", k->base_fp,
-			 "head", k->head_fp, "session", k->session_fp, "lines", lines_json(k),
-			 "message", tool_json_str(k->message ? k->message : ""));
+	return eos_conflict_json(item);
 }
 
 static json_t *

@@ -791,6 +791,13 @@ struct eos_conflict {
 };
 
 /*
+ * k as the JSON object eosd and eos-store both answer (doc/sessions.md: path, kind, detail, the
+ * three fingerprints, lines, message): a new jansson json_t the caller owns, or NULL on OOM.
+ */
+struct json_t;
+struct json_t *eos_conflict_json(const struct eos_conflict *k);
+
+/*
  * When each phase of a publish began and ended, on CLOCK_MONOTONIC (ns; 0: the phase did not
  * run), so that a caller can trace a publish without the store knowing of tracing.
  */

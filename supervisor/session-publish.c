@@ -17,37 +17,6 @@
 #include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
 
-static json_t *
-lines_json(const struct eos_conflict *k)
-{
-	json_t *arr = json_array();
-
-	for (size_t i = 0; arr && i < k->nlines; i++) {
-		const struct eos_conflict_lines *l = &k->lines[i];
-
-		eos_json_push(arr, json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "base_start",
-					     (json_int_t)l->base_start, "base_count",
-					     (json_int_t)l->base_count, "head_start",
-					     (json_int_t)l->head_start, "head_count",
-					     (json_int_t)l->head_count, "session_start",
-					     (json_int_t)l->session_start, "session_count",
-					     (json_int_t)l->session_count));
-	}
-	return arr;
-}
-
-static json_t *
-conflict_json(const struct eos_conflict *k)
-{
-	return json_pack(
-		"{s:o,s:s,s:o,s:s,s:s,s:s,s:o,s:o}", "path",
-		eos_json_bytes(k->path, strlen(k->path)), "kind", eos_conflict_kind_name(k->kind),
-		"detail", k->detail ? eos_json_bytes(k->detail, strlen(k->detail)) : json_null(),
-		"base", k->base_fp, "head", k->head_fp, "session", k->session_fp, "lines",
-		lines_json(k), "message",
-		eos_json_bytes(k->message ? k->message : "", k->message ? strlen(k->message) : 0));
-}
-
 /* REJECTED: an error of kind publish_rejected whose details list every conflict. */
 static int
 rejected(struct eosd_call *c, const struct eos_publish_result *res, struct eos_error *err)
@@ -55,7 +24,7 @@ rejected(struct eosd_call *c, const struct eos_publish_result *res, struct eos_e
 	json_t *list = json_array();
 
 	for (size_t i = 0; list && i < res->nconflicts; i++)
-		eos_json_push(list, conflict_json(&res->conflicts[i]));
+		eos_json_push(list, eos_conflict_json(&res->conflicts[i]));
 	c->kind = EOS_ERRKIND_PUBLISH_REJECTED;
 	c->details =
 		list ? json_pack("{s:o,s:o,s:o}", "conflicts", list, "base",
