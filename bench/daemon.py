@@ -257,6 +257,41 @@ def telemetry_stored(d):
     return d.call("observability", "snapshot")["daemon"]["telemetry"]["stored_bytes"]
 
 
+def exec_true(d, session):
+    """exec_command true in session, to its end: seconds."""
+    t, res = d.timed("runtime", "exec_command", "sb", cmd="true", workspace_session_id=session,
+                     yield_time_ms=30000)
+    if res.get("status") != "completed" or res.get("exit_code") != 0:
+        raise RuntimeError("exec_command true: %s" % res)
+    return t
+
+
+def telemetry_exec(on, off, sess, rounds, report):
+    """exec_command true with telemetry on and off (rounds interleaved), and the telemetry
+    bytes kept per 1 000 commands."""
+    times = {on: [], off: []}
+    for d in (on, off):
+        exec_true(d, sess[d][0])  # the holder's first exec warms bash's pages
+    for r in range(rounds):
+        for d in ((on, off) if r % 2 == 0 else (off, on)):
+            times[d].append(exec_true(d, sess[d][0]))
+    ratios = sorted(a / b for a, b in zip(times[on], times[off]))
+    med_on, p95_on = ms(times[on])
+    med_off, p95_off = ms(times[off])
+    report("telemetry.exec_true.on.median", med_on, "ms")
+    report("telemetry.exec_true.off.median", med_off, "ms")
+    report("telemetry.exec_true.on.p95", p95_on, "ms")
+    report("telemetry.exec_true.off.p95", p95_off, "ms")
+    report("telemetry.exec_true.on_over_off(median)", med_on / med_off, "x")
+    report("telemetry.exec_true.on_over_off(median of paired rounds)",
+           ratios[len(ratios) // 2], "x")
+    before = telemetry_stored(on)
+    for _ in range(1000):
+        exec_true(on, sess[on][0])
+    report("telemetry.bytes_per_1000_commands(exec_command true)",
+           telemetry_stored(on) - before, "B")
+
+
 def bench_telemetry(o, report):
     """A 10-file live publish with telemetry on and off (two eosd, rounds interleaved so that
     the machine's load moves both alike), and the telemetry bytes kept per 1 000 operations."""
@@ -308,6 +343,7 @@ def bench_telemetry(o, report):
                         workspace_session_id=doc["workspace_session_id"])
             report("telemetry.bytes_per_1000_session_ops(500 creates, 500 destroys)",
                    telemetry_stored(on) - before, "B")
+            telemetry_exec(on, off, sess, o.rounds * 5, report)
             report("telemetry.records_kept", on.call("observability", "snapshot")["daemon"]
                    ["telemetry"]["stored_records"], "records")
         finally:
@@ -324,7 +360,7 @@ def main():
     ap.add_argument("--import-mib", type=int, default=1024)
     ap.add_argument("--tsv", action="store_true")
     ap.add_argument("--telemetry", action="store_true",
-                    help="only the cost of telemetry (publish on/off, bytes kept)")
+                    help="only the cost of telemetry (publish and exec on/off, bytes kept)")
     o = ap.parse_args()
     out = []
 
