@@ -5,9 +5,9 @@
  * "partial" (some parts answered) or "unavailable" (none did) and says why in "errors"; the
  * operation itself fails only when it cannot list the sandboxes at all.
  *
- * Where the command code plugs in (once sessions have holders and commands): each session node
- * has "holder_pid", "isolation", "network" and "commands" set to null here; the session table
- * will know them (struct eosd_session), and describe() in session-ops.c fills them then.
+ * Each session node gets the command engine's view of it (session_extras(): finalize policy,
+ * isolation, network, holder pid and state, running commands) and its latest cgroup sample;
+ * a session without a holder (eosd's own file operations only) has them null.
  */
 #include <errno.h>
 #include <stdio.h>
