@@ -8,6 +8,7 @@
  * may be given again (`--env A=1 --env B=2`): the objects merge, the later value of a name wins.
  * exec's command is the rest of the line (eosctl_exec_takes_words()), joined into one.
  */
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -203,6 +204,13 @@ option_value(struct parser *p, const char *name, const char *inline_value, const
 
 /* --- global options --------------------------------------------------------------------------- */
 
+/* The name of global option g on c's line: a front end renames some and offers not all (NULL). */
+static const char *
+global_name(const struct eosctl_cmd *c, enum global g)
+{
+	return c->front ? eosctl_front_global_name(c->front, globals[g].name) : globals[g].name;
+}
+
 static int
 parse_timeout(const char *v, int *ret, struct eos_error *err)
 {
@@ -249,10 +257,10 @@ set_global(struct eosctl_cmd *c, enum global g, const char *v, struct eos_error 
 	switch (g) {
 	case G_SANDBOX:
 		c->sandbox = v;
-		return check_id_word(&sandbox_arg, "sandbox", v, err);
+		return check_id_word(&sandbox_arg, global_name(c, g), v, err);
 	case G_REQUEST_ID:
 		c->request_id = v;
-		return check_id_word(&request_id_arg, "request-id", v, err);
+		return check_id_word(&request_id_arg, global_name(c, g), v, err);
 	case G_STATE_DIR:
 		c->state_dir = v;
 		return v[0] ? 0 : eos_error_set(err, -EINVAL, "option '--state-dir' is empty");
@@ -284,10 +292,10 @@ static int
 global_option(struct parser *p, const char *name, const char *inline_value, struct eos_error *err)
 {
 	for (int g = 0; g < G_COUNT; g++) {
-		const char *v = NULL;
+		const char *v = NULL, *own = global_name(p->cmd, (enum global)g);
 		int r;
 
-		if (strcmp(globals[g].name, name) != 0)
+		if (!own || strcmp(own, name) != 0)
 			continue;
 		if (!globals[g].metavar && inline_value)
 			return eos_error_set(err, -EINVAL, "option '--%s' takes no value", name);
@@ -315,6 +323,18 @@ split_option(const char *word, char *buf, size_t n, const char **ret_value, stru
 	return 0;
 }
 
+/* " (see 'eosctl help OP')", " (see 'PROG OP --help')" on a front end's line, or "" without op. */
+static const char *
+help_hint(const struct eosctl_cmd *c, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	if (c->op && c->front)
+		snprintf(buf, n, " (see '%s %s --help')", c->front->prog, c->op->name);
+	else if (c->op)
+		snprintf(buf, n, " (see 'eosctl help %s')", c->op->name);
+	return buf;
+}
+
 /* --- operation arguments ---------------------------------------------------------------------- */
 
 /* The command-line form of an argument: --name, --no-name (booleans), --name-file (text). */
@@ -324,9 +344,9 @@ enum form {
 	FORM_FILE,
 };
 
-/* Whether name is a's cli name, or its alias (workspace-session-id → session). */
+/* Whether name is a's cli name, or (with aliases) its alias (workspace-session-id → session). */
 static bool
-name_matches(const struct eos_arg *a, const char *name)
+name_matches(const struct eos_arg *a, const char *name, bool aliases)
 {
 	char cli[128];
 	char *ws;
@@ -335,14 +355,14 @@ name_matches(const struct eos_arg *a, const char *name)
 	if (strcmp(cli, name) == 0)
 		return true;
 	ws = strstr(cli, "workspace-session-id");
-	if (!ws)
+	if (!ws || !aliases)
 		return false;
 	memmove(ws, "session", sizeof("session"));
 	return strcmp(cli, name) == 0;
 }
 
 static const struct eos_arg *
-find_option(const struct eos_op *op, const char *name, enum form *ret_form)
+find_option(const struct eos_op *op, const char *name, bool aliases, enum form *ret_form)
 {
 	size_t len = strlen(name);
 
@@ -352,17 +372,17 @@ find_option(const struct eos_op *op, const char *name, enum form *ret_form)
 		char stem[128];
 
 		*ret_form = FORM_VALUE;
-		if (name_matches(a, name))
+		if (name_matches(a, name, aliases))
 			return a;
 		*ret_form = FORM_NEGATED;
 		if (a->kind == EOS_ARG_BOOL && strncmp(name, "no-", 3) == 0 &&
-		    name_matches(a, name + 3))
+		    name_matches(a, name + 3, aliases))
 			return a;
 		*ret_form = FORM_FILE;
 		if (text && len > 5 && len < sizeof(stem) && strcmp(name + len - 5, "-file") == 0) {
 			memcpy(stem, name, len - 5);
 			stem[len - 5] = '\0';
-			if (name_matches(a, stem))
+			if (name_matches(a, stem, aliases))
 				return a;
 		}
 	}
@@ -416,7 +436,7 @@ static int
 op_option(struct parser *p, const char *name, const char *inline_value, struct eos_error *err)
 {
 	enum form form;
-	const struct eos_arg *a = find_option(p->cmd->op, name, &form);
+	const struct eos_arg *a = find_option(p->cmd->op, name, !p->cmd->front, &form);
 	const char *v = NULL;
 	json_t *j = NULL;
 	int r;
@@ -467,7 +487,7 @@ top_option(struct parser *p, const char *name, const char *inline_value, struct 
 static int
 one_option(struct parser *p, const char *word, struct eos_error *err)
 {
-	char name[128];
+	char name[128], hint[192];
 	const char *v;
 	int r;
 
@@ -483,9 +503,8 @@ one_option(struct parser *p, const char *word, struct eos_error *err)
 		return r < 0 ? r : 0;
 	if ((r = global_option(p, name, v, err)) != 0)
 		return r < 0 ? r : 0;
-	return eos_error_set(err, -EINVAL, "unknown option '--%s'%s%s%s", name,
-			     p->cmd->op ? " (see 'eosctl help " : "",
-			     p->cmd->op ? p->cmd->op->name : "", p->cmd->op ? "')" : "");
+	return eos_error_set(err, -EINVAL, "unknown option '--%s'%s", name,
+			     help_hint(p->cmd, hint, sizeof(hint)));
 }
 
 /* --- positionals ------------------------------------------------------------------------------ */
@@ -527,6 +546,7 @@ static int
 assign_positionals(struct parser *p, struct eos_error *err)
 {
 	const struct eos_op *op = p->cmd->op;
+	char hint[192];
 	size_t w = 0;
 	json_t *j;
 	int r;
@@ -541,10 +561,8 @@ assign_positionals(struct parser *p, struct eos_error *err)
 		const struct eos_arg *a = positional(op, k);
 
 		if (!a)
-			return eos_error_set(err, -EINVAL,
-					     "unexpected argument '%s' (see 'eosctl "
-					     "help %s')",
-					     p->pos[w], op->name);
+			return eos_error_set(err, -EINVAL, "unexpected argument '%s'%s", p->pos[w],
+					     help_hint(p->cmd, hint, sizeof(hint)));
 		if ((r = parse_value(a, p->pos[w], &j, err)) < 0)
 			return r;
 		if ((r = set_arg(p, a, j, err)) < 0)
@@ -570,6 +588,16 @@ missing(const struct eos_arg *a, struct eos_error *err)
 			     a->name);
 }
 
+static int
+missing_sandbox(const struct eosctl_cmd *c, const char *cli, struct eos_error *err)
+{
+	if (eosctl_op_sandbox_positional(c->op) && !c->front)
+		return eos_error_set(err, -EINVAL, "missing SANDBOX (the sandbox '%s' acts on)",
+				     cli);
+	return eos_error_set(err, -EINVAL, "missing option '--%s ID' (the sandbox '%s' acts on)",
+			     global_name(c, G_SANDBOX), cli);
+}
+
 /* Everything is known: positionals to arguments, then what the catalog requires. */
 static int
 finish_op(struct parser *p, struct eos_error *err)
@@ -579,21 +607,22 @@ finish_op(struct parser *p, struct eos_error *err)
 	char cli[128];
 	int r;
 
+	if (p->cmd->front && (r = eosctl_front_check(p->cmd, err)) < 0)
+		return r;
 	if ((r = assign_positionals(p, err)) < 0)
 		return r;
 	for (size_t i = 0; i < op->nargs; i++)
 		if (op->args[i].required && !json_object_get(p->cmd->args, op->args[i].name))
 			return missing(&op->args[i], err);
-	eosctl_op_cli_name(op, cli, sizeof(cli));
+	if (p->cmd->front)
+		snprintf(cli, sizeof(cli), "%s", op->name);
+	else
+		eosctl_op_cli_name(op, cli, sizeof(cli));
 	if (op->needs_sandbox && !p->cmd->sandbox)
-		return eos_error_set(err, -EINVAL, "missing %s (the sandbox '%s' acts on)",
-				     eosctl_op_sandbox_positional(op) ? "SANDBOX"
-								      : "option "
-									"'--sandbox ID'",
-				     cli);
+		return missing_sandbox(p->cmd, cli, err);
 	if (!op->needs_sandbox && !op->sandbox_optional && p->cmd->sandbox)
-		return eos_error_set(err, -EINVAL, "option '--sandbox': '%s' acts on no sandbox",
-				     cli);
+		return eos_error_set(err, -EINVAL, "option '--%s': '%s' acts on no sandbox",
+				     global_name(p->cmd, G_SANDBOX), cli);
 	if (!(copy = json_deep_copy(p->cmd->args)))
 		return eos_error_set(err, -ENOMEM, "out of memory");
 	return eos_catalog_validate(op, copy, err);
@@ -759,6 +788,29 @@ eosctl_args_parse(int argc, char *const *argv, struct eosctl_cmd *cmd, struct eo
 				  : 0;
 	}
 	return parse_command(&p, word, err);
+}
+
+int
+eosctl_args_parse_leading(int argc, char *const *argv, int *i, struct eosctl_cmd *cmd,
+			  struct eos_error *err)
+{
+	struct parser p = { .argc = argc, .argv = argv, .i = *i, .cmd = cmd };
+	int r = parse_leading(&p, err);
+
+	*i = p.i;
+	return r;
+}
+
+int
+eosctl_args_parse_op(int argc, char *const *argv, int i, struct eosctl_cmd *cmd,
+		     struct eos_error *err)
+{
+	struct parser p = { .argc = argc, .argv = argv, .i = i, .cmd = cmd };
+
+	assert(cmd->op && cmd->action == EOSCTL_ACTION_OP);
+	if (!cmd->args && !(cmd->args = json_object()))
+		return eos_error_set(err, -ENOMEM, "out of memory");
+	return parse_rest(&p, err);
 }
 
 void

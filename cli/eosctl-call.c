@@ -302,7 +302,9 @@ eosctl_call_run(const struct eosctl_cmd *cmd)
 
 	c.follow = !strcmp(cmd->op->name, "events") &&
 		   json_is_true(json_object_get(cmd->args, "follow"));
-	c.show_progress = cmd->op->long_running && !c.follow && isatty(STDERR_FILENO);
+	/* A front end's stderr holds the error envelope and nothing else. */
+	c.show_progress =
+		cmd->op->long_running && !c.follow && !cmd->front && isatty(STDERR_FILENO);
 	c.events = (c.show_progress && !c.json) || c.follow;
 	r = run(&c);
 

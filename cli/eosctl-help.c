@@ -16,8 +16,8 @@ enum {
 	LEFT = 30
 }; /* width of the left column of argument and command lists */
 
-static void
-usage_arg(FILE *f, const struct eos_arg *a)
+void
+eosctl_help_usage_arg(FILE *f, const struct eos_arg *a)
 {
 	char name[128], meta[128];
 
@@ -43,7 +43,7 @@ eosctl_help_usage_line(FILE *f, const struct eos_op *op)
 	for (unsigned k = 1; k <= op->nargs; k++)
 		for (size_t i = 0; i < op->nargs; i++)
 			if (op->args[i].positional == k)
-				usage_arg(f, &op->args[i]);
+				eosctl_help_usage_arg(f, &op->args[i]);
 	if (op->needs_sandbox && !eosctl_op_sandbox_positional(op))
 		fprintf(f, " --sandbox ID");
 	if (op->sandbox_optional)
@@ -51,7 +51,7 @@ eosctl_help_usage_line(FILE *f, const struct eos_op *op)
 	for (int req = 1; req >= 0; req--)
 		for (size_t i = 0; i < op->nargs; i++)
 			if (!op->args[i].positional && op->args[i].required == req)
-				usage_arg(f, &op->args[i]);
+				eosctl_help_usage_arg(f, &op->args[i]);
 }
 
 /* --- lists of commands ------------------------------------------------------------------------ */
@@ -136,7 +136,7 @@ eosctl_help_group(FILE *f, const char *group)
 
 /* "integer in [1, 2147483647]; default: 1; also --no-force" */
 static void
-arg_details(const struct eos_arg *a, struct eos_buf *b)
+arg_details(const struct eos_arg *a, bool aliases, struct eos_buf *b)
 {
 	char line[512], name[128];
 
@@ -159,7 +159,7 @@ arg_details(const struct eos_arg *a, struct eos_buf *b)
 		snprintf(line, sizeof(line), "; default: %s", a->def);
 		eos_buf_append_str(b, line);
 	}
-	if (strstr(a->name, "workspace_session_id")) {
+	if (aliases && strstr(a->name, "workspace_session_id")) {
 		snprintf(line, sizeof(line), "; alias --%.*ssession", (int)(strlen(name) - 20),
 			 name);
 		eos_buf_append_str(b, line);
@@ -174,8 +174,8 @@ arg_details(const struct eos_arg *a, struct eos_buf *b)
 	}
 }
 
-static void
-help_arg(FILE *f, const struct eos_arg *a)
+void
+eosctl_help_arg(FILE *f, const struct eos_arg *a, bool aliases, const char *note)
 {
 	char name[128], meta[128], left[300];
 	struct eos_buf b;
@@ -189,11 +189,12 @@ help_arg(FILE *f, const struct eos_arg *a)
 	else
 		snprintf(left, sizeof(left), "--%s %s", name, meta);
 	eos_buf_init(&b);
-	arg_details(a, &b);
+	arg_details(a, aliases, &b);
+	note = note ? note : "";
 	if (strlen(left) > LEFT - 2)
-		fprintf(f, "  %s\n  %-*s %s\n", left, LEFT - 2, "", a->help);
+		fprintf(f, "  %s\n  %-*s %s%s\n", left, LEFT - 2, "", note, a->help);
 	else
-		fprintf(f, "  %-*s %s\n", LEFT - 2, left, a->help);
+		fprintf(f, "  %-*s %s%s\n", LEFT - 2, left, note, a->help);
 	fprintf(f, "  %-*s (%s)\n", LEFT - 2, "", b.len ? (const char *)b.data : "");
 	eos_buf_release(&b);
 }
@@ -219,10 +220,10 @@ eosctl_help_op(FILE *f, const struct eos_op *op)
 	for (unsigned k = 1; k <= op->nargs; k++)
 		for (size_t i = 0; i < op->nargs; i++)
 			if (op->args[i].positional == k)
-				help_arg(f, &op->args[i]);
+				eosctl_help_arg(f, &op->args[i], true, NULL);
 	for (size_t i = 0; i < op->nargs; i++)
 		if (!op->args[i].positional)
-			help_arg(f, &op->args[i]);
+			eosctl_help_arg(f, &op->args[i], true, NULL);
 	global_options(f);
 	exit_statuses(f);
 }

@@ -7,9 +7,9 @@
 #include "common/log.h"
 
 static int
-usage_error(const struct eos_error *err)
+usage_error(const char *prog, const struct eos_error *err)
 {
-	fprintf(stderr, "eosctl: %s\n", eos_error_message(err, -22));
+	fprintf(stderr, "%s: %s\n", prog, eos_error_message(err, -22));
 	return EOSCTL_EXIT_USAGE;
 }
 
@@ -56,17 +56,31 @@ dispatch(const struct eosctl_cmd *cmd)
 	return EOSCTL_EXIT_USAGE;
 }
 
+/* eosctl as one of the upstream command lines (a link named sandbox-runtime-cli, …). */
+static int
+front_main(const struct eosctl_front *fe, int argc, char **argv, struct eosctl_cmd *cmd)
+{
+	struct eos_error err = { 0 };
+
+	if (eosctl_front_parse(fe, argc, argv, cmd, &err) < 0)
+		return usage_error(fe->prog, &err);
+	return eosctl_front_run(cmd);
+}
+
 int
 main(int argc, char **argv)
 {
+	const struct eosctl_front *fe = eosctl_front_find(argc > 0 ? argv[0] : NULL);
 	struct eosctl_cmd cmd = { 0 };
 	struct eos_error err = { 0 };
 	int r;
 
-	eos_log_set_program("eosctl");
+	eos_log_set_program(fe ? fe->prog : "eosctl");
 	eos_log_init_from_env();
-	if (eosctl_args_parse(argc, argv, &cmd, &err) < 0)
-		r = usage_error(&err);
+	if (fe)
+		r = front_main(fe, argc, argv, &cmd);
+	else if (eosctl_args_parse(argc, argv, &cmd, &err) < 0)
+		r = usage_error("eosctl", &err);
 	else
 		r = dispatch(&cmd);
 	eosctl_cmd_release(&cmd);

@@ -60,9 +60,16 @@ struct eosctl_local {
 	enum eosctl_action action;
 };
 
+/* One of the upstream command lines (eosctl-upstream.c): eosctl limited to one surface. */
+struct eosctl_front {
+	const char *prog; /* "sandbox-runtime-cli" */
+	enum eos_surface surface;
+};
+
 /* A parsed command line. Strings are borrowed from argv; args is owned. */
 struct eosctl_cmd {
 	enum eosctl_action action;
+	const struct eosctl_front *front; /* the upstream line it was, or NULL: eosctl's */
 	const struct eos_op *op;	  /* OP; HELP of one operation */
 	const struct eosctl_local *local; /* HELP of a local command */
 	const char *group;		  /* HELP of one group */
@@ -89,6 +96,17 @@ struct eosctl_cmd {
  */
 int eosctl_args_parse(int argc, char *const *argv, struct eosctl_cmd *cmd, struct eos_error *err);
 void eosctl_cmd_release(struct eosctl_cmd *cmd);
+/*
+ * The parts of eosctl_args_parse() a front end builds its line from (cmd->front set). Leading
+ * options from argv[*i] on (global ones, --help, --version), *i moved past them: 1 when --help or
+ * --version ends the line, else 0. Then the words of cmd->op (the caller sets it and action
+ * EOSCTL_ACTION_OP) from argv[i] on, as after `eosctl GROUP VERB`: positionals, --options,
+ * --help, "--", checked with the catalog's rules.
+ */
+int eosctl_args_parse_leading(int argc, char *const *argv, int *i, struct eosctl_cmd *cmd,
+			      struct eos_error *err);
+int eosctl_args_parse_op(int argc, char *const *argv, int i, struct eosctl_cmd *cmd,
+			 struct eos_error *err);
 
 /* The command-line name of a (its name with '_' → '-') in buf of n bytes. */
 void eosctl_arg_cli_name(const struct eos_arg *a, char *buf, size_t n);
@@ -130,6 +148,13 @@ void eosctl_help_op(FILE *f, const struct eos_op *op);
 void eosctl_help_local(FILE *f, const struct eosctl_local *l);
 /* "eosctl sandbox create SOURCE [--id ID]" */
 void eosctl_help_usage_line(FILE *f, const struct eos_op *op);
+/* One argument in a usage line: " PATH", " [--limit N]", " [--force]". */
+void eosctl_help_usage_arg(FILE *f, const struct eos_arg *a);
+/*
+ * One argument in a list: its form, note (may be NULL) and help, then its kind, default and the
+ * other forms it takes (the alias --session only with aliases).
+ */
+void eosctl_help_arg(FILE *f, const struct eos_arg *a, bool aliases, const char *note);
 /* The bash completion script for eosctl. */
 void eosctl_help_completion_bash(FILE *f);
 
@@ -269,6 +294,30 @@ void eosctl_session_close(struct eosctl_session *s);
 bool eosctl_obs_render(FILE *f, const struct eos_op *op, const json_t *doc);
 /* One event (the JSON of an "event" of events follow) as one line of text. */
 void eosctl_obs_event_line(FILE *f, const json_t *ev);
+
+/* --- eosctl-upstream.c: sandbox-manager-cli, sandbox-runtime-cli, sandbox-observability-cli --- */
+
+/* The front end argv0 (by its basename) is, or NULL: eosctl itself. */
+const struct eosctl_front *eosctl_front_find(const char *argv0);
+/*
+ * Parse a front end's line, `PROG [GLOBAL...] OPERATION [ARG...] [--OPTION VALUE...]`, into
+ * *cmd (zeroed by the caller): OPERATION is a catalog name of fe's surface. As
+ * eosctl_args_parse() otherwise; release *cmd in any case.
+ */
+int eosctl_front_parse(const struct eosctl_front *fe, int argc, char *const *argv,
+		       struct eosctl_cmd *cmd, struct eos_error *err);
+/* Run what eosctl_front_parse() parsed: the exit status (0, 1 or 2; never 3). */
+int eosctl_front_run(const struct eosctl_cmd *cmd);
+/*
+ * What cmd (parsed on a front end's line) needs beyond the catalog's rules, checked before its
+ * positionals are assigned: the runtime line's --sandbox-id. -EINVAL naming it.
+ */
+int eosctl_front_check(const struct eosctl_cmd *cmd, struct eos_error *err);
+/* The name on fe's line of eosctl's global option name ("sandbox" → "sandbox-id"); NULL: none. */
+const char *eosctl_front_global_name(const struct eosctl_front *fe, const char *name);
+/* Whether op, or argument a of op, is one eos has beyond the upstream set. */
+bool eosctl_front_op_is_extension(const struct eos_op *op);
+bool eosctl_front_arg_is_extension(const struct eos_op *op, const struct eos_arg *a);
 
 /* --- eosctl-top.c ----------------------------------------------------------------------------- */
 

@@ -6,7 +6,8 @@ cli_libeosctl_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 cli_libeosctl_a_SOURCES = cli/eosctl.h cli/eosctl-args.c cli/eosctl-input.c cli/eosctl-help.c \
 	cli/eosctl-output.c cli/eosctl-daemon.c cli/eosctl-call.c \
 	cli/http.h cli/http-internal.h cli/http.c cli/http-reply.c cli/http-events.c \
-	cli/eosctl-progress.c cli/eosctl-obs.c cli/eosctl-top.c cli/eosctl-exec.c
+	cli/eosctl-progress.c cli/eosctl-obs.c cli/eosctl-top.c cli/eosctl-exec.c \
+	cli/eosctl-upstream.c
 EOSCTL_LIBS = cli/libeosctl.a $(COMMON_LIBS)
 
 bin_PROGRAMS += cli/eosctl
@@ -22,3 +23,22 @@ cli/completions/eosctl: cli/eosctl$(EXEEXT)
 	$(AM_V_GEN)$(MKDIR_P) cli/completions && \
 		cli/eosctl$(EXEEXT) completion bash >$@.tmp && mv $@.tmp $@
 CLEANFILES += cli/completions/eosctl
+
+# The upstream command lines: eosctl under the names sandbox-manager-cli, sandbox-runtime-cli and
+# sandbox-observability-cli (eosctl picks its line by the name it runs as). Links beside eosctl,
+# in the build tree (so the tests run them) and in bindir.
+EOSCTL_FRONT_ENDS = sandbox-manager-cli sandbox-runtime-cli sandbox-observability-cli
+all-local: cli/front-ends.stamp
+cli/front-ends.stamp: cli/eosctl$(EXEEXT)
+	$(AM_V_GEN)for f in $(EOSCTL_FRONT_ENDS); do \
+		rm -f cli/$$f && $(LN_S) eosctl$(EXEEXT) cli/$$f || exit 1; \
+	done && touch $@
+CLEANFILES += cli/front-ends.stamp cli/sandbox-manager-cli cli/sandbox-runtime-cli \
+	cli/sandbox-observability-cli
+install-exec-hook:
+	for f in $(EOSCTL_FRONT_ENDS); do \
+		rm -f $(DESTDIR)$(bindir)/$$f && \
+		$(LN_S) eosctl$(EXEEXT) $(DESTDIR)$(bindir)/$$f || exit 1; \
+	done
+uninstall-hook:
+	for f in $(EOSCTL_FRONT_ENDS); do rm -f $(DESTDIR)$(bindir)/$$f; done

@@ -30,21 +30,7 @@ eosctl() {
 	"$EOSCTL_BIN" "$@"
 }
 
-eosd_pid() {
-	python3 -c 'import json, sys
-try:
-    print(json.load(open(sys.argv[1] + "/eosd.json"))["pid"])
-except OSError:
-    pass' "$EOS_STATE_DIR"
-}
-
-stop_daemon() {
-	local pid
-	pid=$(eosd_pid 2>/dev/null)
-	[[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
-	fs_cleanup
-}
-trap stop_daemon EXIT
+trap eosd_cleanup EXIT
 
 # No process of the sleep $NAP is left (the command's shell, the sleep).
 no_nap_left() {

@@ -21,3 +21,10 @@ EXTRA_DIST += tests/integration/eosctl.sh
 # user.
 TESTS += tests/integration/eosctl-exec.sh
 EXTRA_DIST += tests/integration/eosctl-exec.sh
+# The upstream command lines (sandbox-manager-cli, sandbox-runtime-cli,
+# sandbox-observability-cli: eosctl under those names) against a real eosd: every operation of
+# each surface, exit statuses 0, 1 and 2, usage errors that never reach eosd, help, the replies'
+# JSON shapes against tests/fixtures/upstream-cli/; as root and as the unprivileged user.
+TESTS += tests/integration/upstream-cli.sh
+EXTRA_DIST += tests/integration/upstream-cli.sh tests/integration/upstream_shape.py \
+	tests/fixtures/upstream-cli

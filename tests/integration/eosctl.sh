@@ -26,15 +26,6 @@ eosctl() {
 	"$EOSCTL_BIN" "$@"
 }
 
-# The pid eosd.json of state directory $1 (default: $EOS_STATE_DIR) names, or nothing.
-eosd_pid() {
-	python3 -c 'import json, sys
-try:
-    print(json.load(open(sys.argv[1] + "/eosd.json"))["pid"])
-except OSError:
-    pass' "${1:-$EOS_STATE_DIR}"
-}
-
 # Process $1 has exited (a zombie whose reaper has not come by yet counts as exited).
 gone() {
 	[[ ! -d /proc/$1 ]] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
@@ -46,15 +37,7 @@ in_dir() {
 }
 
 # Kill whatever eosd this test started (a failed test must not leave one behind).
-stop_daemons() {
-	local s pid
-	for s in "$T/state" "$T/state2" "$T/state3" "$T/state4"; do
-		pid=$(eosd_pid "$s" 2>/dev/null)
-		[[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
-	done
-	fs_cleanup
-}
-trap stop_daemons EXIT
+trap 'eosd_cleanup "$T/state" "$T/state2" "$T/state3" "$T/state4"' EXIT
 
 setup() {
 	mkdir -p "$T/src/dir" "$T/src2"

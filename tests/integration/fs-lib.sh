@@ -10,6 +10,7 @@
 # fs_mount writes eosfs's pid to MNT.pid (beside the mount point).
 #	as_test_user CMD...                 # run CMD as the unprivileged user (root only)
 #	rerun_as_test_user SCRIPT           # root: run SCRIPT again as that user, one TAP check
+#	eosd_cleanup [STATE...]             # EXIT trap: kill the eosd of each state dir, fs_cleanup
 EOSFS_BIN=${top_builddir:?source lib.sh first}/fs/eosfs
 EOS_TEST_USER=${EOS_TEST_USER:-eos-test}
 fs_mounts=()
@@ -30,6 +31,18 @@ fs_is_mounted() {
 		[[ $mnt == "$1" ]] && return 0
 	done </proc/self/mounts
 	return 1
+}
+
+# The EXIT trap of a test that runs eosd: kill -9 the eosd of each state directory given
+# (default: $EOS_STATE_DIR), then fs_cleanup.
+eosd_cleanup() {
+	local s pid
+	(($# > 0)) || set -- "$EOS_STATE_DIR"
+	for s in "$@"; do
+		pid=$(eosd_pid "$s" 2>/dev/null)
+		[[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
+	done
+	fs_cleanup
 }
 
 fs_cleanup() {

@@ -173,6 +173,15 @@ json_has_sandbox() {
 	[[ $(json_get "'$1' in [s['id'] for s in d['sandboxes']]") == true ]]
 }
 
+# The pid eosd.json of state directory $1 (default: $EOS_STATE_DIR) names, or nothing.
+eosd_pid() {
+	python3 -c 'import json, sys
+try:
+    print(json.load(open(sys.argv[1] + "/eosd.json"))["pid"])
+except OSError:
+    pass' "${1:-$EOS_STATE_DIR}"
+}
+
 # eosd's own directory in $EOS_RUNTIME_DIR for state directory $1 (supervisor/runfiles.h): named
 # by the first 16 hex digits of the SHA-256 of the state directory's real path.
 eosd_runtime_dir() {

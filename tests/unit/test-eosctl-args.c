@@ -4,7 +4,9 @@
  * the catalog is reachable as GROUP VERB, every usage error is refused naming the argument, help
  * lists every argument with its default, and the completion script knows every command and
  * option. All of it driven by the catalog itself, so an operation added there is tested here.
- * Also exec's own line: its command words joined (shell-quoted) into one, --env merged.
+ * Also exec's own line: its command words joined (shell-quoted) into one, --env merged. And the
+ * upstream command lines: every operation on its surface's line and no other, their option
+ * names, the runtime line's --sandbox-id, the extensions agreeing with the catalog's marks.
  */
 #include <check.h>
 #include <errno.h>
@@ -133,6 +135,9 @@ as_word(const struct eos_arg *a, const struct eos_arg *skip)
  * The line `eosctl GROUP VERB` with every required argument of op (positionals as words, the
  * rest as options) and the sandbox; skip (if not NULL) is left out, bad gets a bad value.
  */
+static void push_args(struct line *l, const struct eos_op *op, const struct eos_arg *skip,
+		      const struct eos_arg *bad);
+
 static void
 op_line(struct line *l, const struct eos_op *op, const struct eos_arg *skip,
 	const struct eos_arg *bad)
@@ -145,7 +150,14 @@ op_line(struct line *l, const struct eos_op *op, const struct eos_arg *skip,
 		push(l, "--sandbox");
 		push(l, "sb-1");
 	}
-	/* positionals as words up to the one skipped, the later ones as options */
+	push_args(l, op, skip, bad);
+}
+
+/* The required arguments of op but skip: positionals as words up to skip, the rest as options. */
+static void
+push_args(struct line *l, const struct eos_op *op, const struct eos_arg *skip,
+	  const struct eos_arg *bad)
+{
 	for (unsigned k = 1; k <= op->nargs; k++)
 		for (size_t i = 0; i < op->nargs; i++)
 			if (op->args[i].positional == k && as_word(&op->args[i], skip))
@@ -623,10 +635,208 @@ START_TEST(completion_knows_every_command_and_option)
 }
 END_TEST
 
+/* --- the upstream command lines (cli/eosctl-upstream.c) --------------------------------------- */
+
+static const char *const front_progs[EOS_SURFACE_COUNT] = {
+	[EOS_SURFACE_MANAGEMENT] = "sandbox-manager-cli",
+	[EOS_SURFACE_RUNTIME] = "sandbox-runtime-cli",
+	[EOS_SURFACE_OBSERVABILITY] = "sandbox-observability-cli",
+};
+
+/* `PROG [--sandbox-id sb-1] OP …` on the line of surface s, as op_line() builds eosctl's. */
+static void
+front_line(struct line *l, enum eos_surface s, const struct eos_op *op)
+{
+	push(l, front_progs[s]);
+	if (s == EOS_SURFACE_RUNTIME) {
+		push(l, "--sandbox-id");
+		push(l, "sb-1");
+	}
+	push(l, op->name);
+	if (op->needs_sandbox && s != EOS_SURFACE_RUNTIME) {
+		push(l, "--sandbox-id");
+		push(l, "sb-1");
+	}
+	push_args(l, op, NULL, NULL);
+}
+
+static int
+front_parse(struct line *l, struct eosctl_cmd *cmd, struct eos_error *err)
+{
+	const struct eosctl_front *fe = eosctl_front_find(l->w[0]);
+
+	ck_assert_ptr_nonnull(fe);
+	eosctl_cmd_release(cmd);
+	*cmd = (struct eosctl_cmd){ 0 };
+	return eosctl_front_parse(fe, l->n, l->w, cmd, err);
+}
+
+/* The words (after the program, NULL-terminated) are refused on prog's line naming want. */
+static void
+front_refused(const char *prog, const char *want, ...)
+{
+	struct line l = { 0 };
+	struct eosctl_cmd cmd = { 0 };
+	struct eos_error err = { 0 };
+	va_list ap;
+	const char *w;
+
+	push(&l, prog);
+	va_start(ap, want);
+	while ((w = va_arg(ap, const char *)))
+		push(&l, w);
+	va_end(ap);
+	ck_assert_int_eq(front_parse(&l, &cmd, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, want), "'%s' lacks '%s'", err.msg, want);
+	eosctl_cmd_release(&cmd);
+	line_free(&l);
+}
+
+START_TEST(front_ends_are_found_by_name)
+{
+	const struct eosctl_front *fe = eosctl_front_find("/usr/bin/sandbox-runtime-cli");
+
+	ck_assert_ptr_nonnull(fe);
+	ck_assert_int_eq(fe->surface, EOS_SURFACE_RUNTIME);
+	ck_assert_int_eq(eosctl_front_find("sandbox-manager-cli")->surface, EOS_SURFACE_MANAGEMENT);
+	ck_assert_int_eq(eosctl_front_find("./sandbox-observability-cli")->surface,
+			 EOS_SURFACE_OBSERVABILITY);
+	ck_assert_ptr_null(eosctl_front_find("/usr/bin/eosctl"));
+	ck_assert_ptr_null(eosctl_front_find("sandbox-runtime-cli2"));
+	ck_assert_ptr_null(eosctl_front_find(NULL));
+}
+END_TEST
+
+/* Every operation parses on its surface's line, and on no other. */
+START_TEST(front_every_op_on_its_line_only)
+{
+	size_t n;
+	const struct eos_op *ops = eos_catalog_ops(&n);
+
+	for (size_t i = 0; i < n; i++)
+		for (int s = 0; s < EOS_SURFACE_COUNT; s++) {
+			struct line l = { 0 };
+			struct eosctl_cmd cmd = { 0 };
+			struct eos_error err = { 0 };
+			int r;
+
+			front_line(&l, (enum eos_surface)s, &ops[i]);
+			r = front_parse(&l, &cmd, &err);
+			if ((int)ops[i].surface != s) {
+				ck_assert_msg(r == -EINVAL && strstr(err.msg, "surface"),
+					      "%s on %s: %d %s", ops[i].name, front_progs[s], r,
+					      err.msg);
+			} else {
+				ck_assert_msg(r == 0, "%s: %s", ops[i].name, err.msg);
+				ck_assert_ptr_eq(cmd.op, &ops[i]);
+				ck_assert_int_eq(cmd.action, EOSCTL_ACTION_OP);
+				ck_assert_int_eq(cmd.output, EOSCTL_OUTPUT_JSON);
+				if (ops[i].needs_sandbox)
+					ck_assert_str_eq(cmd.sandbox, "sb-1");
+			}
+			eosctl_cmd_release(&cmd);
+			line_free(&l);
+		}
+}
+END_TEST
+
+START_TEST(front_upstream_style)
+{
+	struct line l = { 0 };
+	struct eosctl_cmd cmd = { 0 };
+	struct eos_error err = { 0 };
+	const char *words[] = { "sandbox-runtime-cli",
+				"--sandbox-id",
+				"proj",
+				"exec_command",
+				"make test",
+				"--workspace-session-id",
+				"ws-1",
+				"--yield-time-ms",
+				"500",
+				"--timeout-ms",
+				"60000" };
+
+	for (size_t i = 0; i < EOS_ARRAY_SIZE(words); i++)
+		push(&l, words[i]);
+	ck_assert_int_eq(front_parse(&l, &cmd, &err), 0);
+	ck_assert_str_eq(cmd.sandbox, "proj");
+	ck_assert_str_eq(json_string_value(json_object_get(cmd.args, "cmd")), "make test");
+	ck_assert_str_eq(json_string_value(json_object_get(cmd.args, "workspace_session_id")),
+			 "ws-1");
+	ck_assert_int_eq(json_integer_value(json_object_get(cmd.args, "yield_time_ms")), 500);
+	ck_assert_int_eq(json_integer_value(json_object_get(cmd.args, "timeout_ms")), 60000);
+	eosctl_cmd_release(&cmd);
+	line_free(&l);
+	front_refused("sandbox-runtime-cli", "missing option '--sandbox-id ID' before", "file_list",
+		      NULL);
+	front_refused("sandbox-runtime-cli", "missing option '--sandbox-id ID' before",
+		      "exec_command", "sb1", "true", NULL);
+	front_refused("sandbox-runtime-cli", "unknown operation 'exec'", "--sandbox-id", "sb",
+		      "exec", "true", NULL);
+	front_refused("sandbox-runtime-cli", "unknown option '--session'", "--sandbox-id", "sb",
+		      "exec_command", "true", "--session", "ws-1", NULL);
+	front_refused("sandbox-manager-cli", "unknown option '--json'", "--json", "list_sandboxes",
+		      NULL);
+	front_refused("sandbox-manager-cli", "unknown option '--sandbox'", "inspect_sandbox",
+		      "--sandbox", "sb", NULL);
+	front_refused("sandbox-manager-cli", "option '--sandbox-id': 'list_sandboxes' acts on no",
+		      "list_sandboxes", "--sandbox-id", "sb", NULL);
+	front_refused("sandbox-observability-cli",
+		      "unknown option '--bogus' (see 'sandbox-observability-cli trace --help')",
+		      "trace", "--bogus", NULL);
+}
+END_TEST
+
+START_TEST(front_help_lines)
+{
+	struct line l = { 0 };
+	struct eosctl_cmd cmd = { 0 };
+	struct eos_error err = { 0 };
+
+	push(&l, "sandbox-runtime-cli");
+	push(&l, "exec_command");
+	push(&l, "--help");
+	ck_assert_int_eq(front_parse(&l, &cmd, &err), 0);
+	ck_assert_int_eq(cmd.action, EOSCTL_ACTION_HELP);
+	ck_assert_str_eq(cmd.op->name, "exec_command");
+	line_free(&l);
+	push(&l, "sandbox-manager-cli");
+	ck_assert_int_eq(front_parse(&l, &cmd, &err), 0);
+	ck_assert_int_eq(cmd.action, EOSCTL_ACTION_HELP);
+	ck_assert(cmd.help_is_error);
+	eosctl_cmd_release(&cmd);
+	line_free(&l);
+}
+END_TEST
+
+/* What the catalog marks ★ (eos adds it) is an extension; the upstream set is 22 operations. */
+START_TEST(front_extensions_match_the_catalog)
+{
+	size_t n, upstream = 0;
+	const struct eos_op *ops = eos_catalog_ops(&n);
+
+	for (size_t i = 0; i < n; i++) {
+		bool ext = eosctl_front_op_is_extension(&ops[i]);
+
+		if (strncmp(ops[i].help, "★", strlen("★")) == 0)
+			ck_assert_msg(ext, "%s is marked ★ in the catalog", ops[i].name);
+		upstream += !ext;
+	}
+	ck_assert_uint_eq(upstream, 22);
+	ck_assert(eosctl_front_op_is_extension(eos_catalog_find("mount_workspace_session")));
+	ck_assert(!eosctl_front_op_is_extension(eos_catalog_find("exec_command")));
+	ck_assert(eosctl_front_arg_is_extension(
+		eos_catalog_find("exec_command"),
+		eos_catalog_arg(eos_catalog_find("exec_command"), "isolation")));
+}
+END_TEST
+
 int
 main(void)
 {
 	Suite *s = suite_create("eosctl-args");
+	TCase *tf = tcase_create("upstream");
 	TCase *tc = tcase_create("eosctl-args");
 	SRunner *sr;
 	int failed;
@@ -645,6 +855,12 @@ main(void)
 	tcase_add_test(tc, help_lists_every_argument_with_its_default);
 	tcase_add_test(tc, completion_knows_every_command_and_option);
 	suite_add_tcase(s, tc);
+	tcase_add_test(tf, front_ends_are_found_by_name);
+	tcase_add_test(tf, front_every_op_on_its_line_only);
+	tcase_add_test(tf, front_upstream_style);
+	tcase_add_test(tf, front_help_lines);
+	tcase_add_test(tf, front_extensions_match_the_catalog);
+	suite_add_tcase(s, tf);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
