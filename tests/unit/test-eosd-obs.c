@@ -205,13 +205,13 @@ START_TEST(test_flush_jobs_write_then_stop)
 }
 END_TEST
 
+#if EOS_FAILPOINTS_COMPILED
 static bool
 exists(const char *path)
 {
 	return access(path, F_OK) == 0;
 }
 
-#if EOS_FAILPOINTS_COMPILED
 /* The writer held: recording goes on (into the queue, then dropped), a publish completes. */
 START_TEST(test_stalled_writer_blocks_nothing)
 {
