@@ -173,15 +173,21 @@ job_result(struct eosd_job *j, int r, json_t *out, const struct eos_error *err, 
 	j->call.details = NULL;
 }
 
-/* The root span's attributes: what was asked, by whom, and how it ended. */
+/* The root span's attributes of what was asked and by whom (set before the handler runs). */
 static void
-root_attrs(struct eosd_span *root, const struct eosd_job *j, int r)
+root_attrs_asked(struct eosd_span *root, const struct eosd_job *j)
 {
 	eosd_span_set_sandbox(root, j->call.sandbox_id);
 	eosd_span_attr_str(root, "operation", j->call.op->name);
 	eosd_span_attr_str(root, "surface", eos_surface_name(j->call.op->surface));
 	eosd_span_attr_str(root, "request_id", j->call.request_id);
 	eosd_span_attr_str(root, "token_id", j->caller.token_id);
+}
+
+/* The root span's attributes of how it ended. */
+static void
+root_attrs_ended(struct eosd_span *root, const struct eosd_job *j, int r)
+{
 	eosd_span_attr_int(root, "http_status", j->status);
 	if (r < 0)
 		eosd_span_attr_str(root, "kind",
@@ -220,12 +226,16 @@ job_run(void *arg)
 		if ((r = EOS_FAILPOINT("gateway.handler")) < 0)
 			eos_error_set(&err, r, "%s: failpoint 'gateway.handler'", j->call.op->name);
 	}
+	root_attrs_asked(&root, j);
+	/*
+	 * A deferred reply may be finished — and j freed by the loop — by another thread before the
+	 * handler even returns: j->trace is set first, and j is not touched after EOSD_DEFERRED.
+	 */
+	eosd_obs_trace_hex(j->trace);
 	j->call.finish = job_finish_deferred;
 	if (r >= 0)
 		r = j->fn(d, &j->call, &out, &err);
 	if (r == EOSD_DEFERRED) { /* answered later by call.finish: job_finish_deferred() */
-		eosd_obs_trace_hex(j->trace);
-		root_attrs(&root, j, 0);
 		eosd_span_attr(&root, "deferred", json_true());
 		eosd_span_end(&root, 0, &err);
 		atomic_fetch_add(&d->requests, 1);
@@ -237,7 +247,7 @@ job_run(void *arg)
 		eosd_obs_trace_hex(trace);
 		job_result(j, r, out, &err, trace);
 	}
-	root_attrs(&root, j, r);
+	root_attrs_ended(&root, j, r);
 	eosd_span_end(&root, r, &err);
 	atomic_fetch_add(&d->requests, 1);
 	eosd_gateway_job_finish(j);
