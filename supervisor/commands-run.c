@@ -813,6 +813,38 @@ write_all(int fd, const char *p, size_t n, struct eos_error *err)
 	return 0;
 }
 
+/*
+ * Why x takes no more input: the client's error (-EINVAL), not eosd's, naming the command and
+ * how it ended. A write of no chars still answers its result.
+ */
+static int
+input_refused(const struct cmd *x, struct eos_error *err)
+{
+	if (x->state == CMD_EXITED)
+		return eos_error_set(
+			err, -EINVAL,
+			"command '%s' has ended (%s, exit code %d): it reads no more "
+			"input; write_command_stdin with empty chars answers its result",
+			x->id, status_of(x), x->exit_code);
+	return eos_error_set(err, -EINVAL,
+			     "command '%s' reads no more input: it has closed its stdin", x->id);
+}
+
+/* Write chars[len] to x's input. Lock held. */
+static int
+input_write(struct cmd *x, const char *chars, size_t len, struct eos_error *err)
+{
+	int r;
+
+	if (x->state == CMD_EXITED || x->fd_in < 0)
+		return input_refused(x, err);
+	r = write_all(x->fd_in, chars, len, err);
+	/* EPIPE: nothing reads the pipe any more (a pty's master answers EIO instead) */
+	if (r == -EPIPE || (x->tty && r == -EIO))
+		return input_refused(x, err);
+	return r;
+}
+
 /* The command id of the catalog: "cmd-N". */
 static int
 not_found(struct eosd_commands *c, const char *id, struct eos_error *err)
@@ -856,12 +888,8 @@ eosd_commands_stdin(struct eosd_commands *c, const char *id, const char *chars, 
 		eosd_obs_event(c->d->obs, "command.cancelled", x->sandbox, x->session,
 			       json_pack("{s:s}", "command_session_id", x->id));
 		yield_ms = EOS_MAX(yield_ms, EOSD_CANCEL_GRACE_MS + 1000);
-	} else if (len > 0 && x->state != CMD_EXITED) {
-		r = x->fd_in >= 0
-			    ? write_all(x->fd_in, chars, len, err)
-			    : eos_error_set(err, -EPIPE, "command '%s' has closed its input", id);
 	} else if (len > 0) {
-		r = eos_error_set(err, -EPIPE, "command '%s' has ended: it reads no input", id);
+		r = input_write(x, chars, len, err);
 	}
 	if (r == 0 && call && call->finish && !c->quiesced) {
 		defer(c, call, x, yield_ms, max_output);

@@ -4,10 +4,10 @@
 # Commands in sessions (doc/commands.md, doc/holder.md) through a real eosd, driven with curl over
 # its Unix socket: exec_command's statuses (completed, error with an exit code or a signal,
 # cancelled by Ctrl-C, timed_out with the client waiting or not), yield and resume, stdin on pipes
-# and on a tty, read_command_lines paging, transcript retention, an implicit session published and
-# destroyed by its last command, publish and destroy refused while a command runs, a background
-# process kept between commands and killed by destroy, two sessions isolated (files, /tmp,
-# processes, the network when isolated), the state dir and the socket out of reach, escapes
+# and on a tty, input refused once a command has ended or closed its stdin, read_command_lines
+# paging, transcript retention, an implicit session published and destroyed by its last command,
+# publish and destroy refused while a command runs, a background process kept between commands
+# and killed by destroy, two sessions isolated (files, /tmp, processes, the network when isolated), the state dir and the socket out of reach, escapes
 # (/proc/1/root, a symlinked cwd, mount), the seccomp probe inside a command, provenance of an
 # `env -i` child and a `nohup` daemon in file_blame, a killed holder (holder_exited), and SIGKILL
 # of eosd leaving no process of any session. As root, and again as the unprivileged user.
@@ -289,6 +289,27 @@ ctrl_c() {
 	expect "Ctrl-D (\\u0004) cancels a command on pipes: cancelled, exit code 130" \
 		"$(ended cancelled 130)"
 	check "... and no sleep 110 is left on the host" host_gone "$(sleep_re 110)" 10
+}
+
+# Input to a command that cannot take it is the client's error (400, kind invalid), naming the
+# command; an empty write (a poll) still answers the command's result.
+ended_input() {
+	ex x1 'exit 7'
+	expect "exec 'exit 7' ends: status error, exit code 7" "$(ended error 7)"
+	stdin_to x
+	expect "write_command_stdin 'x' to it: refused 400, kind invalid, naming it, ended, exit code 7" \
+		"$(refused 400 invalid) and \"'$CID'\" in d[\"error\"][\"message\"] and \"has ended\" in d[\"error\"][\"message\"] and \"exit code 7\" in d[\"error\"][\"message\"]"
+	stdin_to ''
+	expect "... write_command_stdin '' to it still answers its final result" "$(ended error 7)"
+	ex x1 "exec 0<&-; sleep 111.$M" yield_time_ms:=200
+	expect "a command that closed its own stdin is running" \
+		'code == 200 and d["status"] == "running"'
+	stdin_to x yield_time_ms:=0
+	expect "... write_command_stdin 'x' to it: refused 400, kind invalid, its input closed" \
+		"$(refused 400 invalid) and \"'$CID'\" in d[\"error\"][\"message\"] and \"no more input\" in d[\"error\"][\"message\"] and \"closed\" in d[\"error\"][\"message\"]"
+	stdin_to $'\x03'
+	expect "... Ctrl-C still cancels it" "$(ended cancelled 130)"
+	check "... and no sleep 111 is left on the host" host_gone "$(sleep_re 111)" 10
 }
 
 timeouts() {
@@ -660,6 +681,7 @@ statuses
 yield_resume
 interactive
 ctrl_c
+ended_input
 timeouts
 lines
 implicit
