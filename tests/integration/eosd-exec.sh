@@ -4,13 +4,14 @@
 # Commands in sessions (doc/commands.md, doc/holder.md) through a real eosd, driven with curl over
 # its Unix socket: exec_command's statuses (completed, error with an exit code or a signal,
 # cancelled by Ctrl-C, timed_out with the client waiting or not), yield and resume, stdin on pipes
-# and on a tty, input refused once a command has ended or closed its stdin, read_command_lines
-# paging, transcript retention, an implicit session published and destroyed by its last command,
-# publish and destroy refused while a command runs, a background process kept between commands
-# and killed by destroy, two sessions isolated (files, /tmp, processes, the network when isolated), the state dir and the socket out of reach, escapes
+# and on a tty, close_stdin ending a command's input on both, input refused once a command has ended
+# or closed its stdin, read_command_lines paging, transcript retention, an implicit session
+# published and destroyed by its last command, publish and destroy refused while a command runs, a
+# background process kept between commands and killed by destroy, two sessions isolated (files,
+# /tmp, processes, the network when isolated), the state dir and the socket out of reach, escapes
 # (/proc/1/root, a symlinked cwd, mount), the seccomp probe inside a command, provenance of an
-# `env -i` child and a `nohup` daemon in file_blame, a killed holder (holder_exited), and SIGKILL
-# of eosd leaving no process of any session. As root, and again as the unprivileged user.
+# `env -i` child and a `nohup` daemon in file_blame, a killed holder (holder_exited), and SIGKILL of
+# eosd leaving no process of any session. As root, and again as the unprivileged user.
 #
 # Every sleep a command runs carries this run's pid in its duration (`sleep 100.<pid>`), so the
 # host-side pgrep checks see this run's processes only, on a machine shared with other tests.
@@ -310,6 +311,37 @@ ended_input() {
 	stdin_to $'\x03'
 	expect "... Ctrl-C still cancels it" "$(ended cancelled 130)"
 	check "... and no sleep 111 is left on the host" host_gone "$(sleep_re 111)" 10
+}
+
+# close_stdin ends a command's input without cancelling it: on pipes its stdin pipe is closed,
+# on a tty the terminal's EOF character ends the pending line and then the input.
+close_stdin() {
+	local tty
+	for tty in false true; do
+		ex x1 'wc -l' yield_time_ms:=300 "tty:=$tty"
+		expect "tty $tty: 'wc -l' waiting for its input is running" \
+			'code == 200 and d["status"] == "running"'
+		stdin_to $'a\nb\n' close_stdin:=true
+		expect "tty $tty: write_command_stdin 'a\\nb\\n' with close_stdin completes it, output 2" \
+			"$(ended completed 0) and out.split()[-1:] == [\"2\"]"
+	done
+	ex x1 'cat; echo "<end>"' yield_time_ms:=300 tty:=true
+	stdin_to 'abc' close_stdin:=true
+	expect "tty true: 'abc' (no newline) with close_stdin ends cat too" \
+		"$(ended completed 0) and \"abc\" in out and \"<end>\" in out"
+	ex x1 "cat >/dev/null; echo eof; sleep 112.$M" yield_time_ms:=300
+	stdin_to '' close_stdin:=true yield_time_ms:=1000
+	expect "close_stdin with no chars: cat sees the end of its input, the command runs on" \
+		'code == 200 and d["status"] == "running" and out == "eof\n"'
+	stdin_to x yield_time_ms:=0
+	expect "... then write_command_stdin 'x': refused 400, kind invalid, its input closed" \
+		"$(refused 400 invalid) and \"'$CID'\" in d[\"error\"][\"message\"] and \"no more input\" in d[\"error\"][\"message\"] and \"closed\" in d[\"error\"][\"message\"]"
+	stdin_to '' close_stdin:=true yield_time_ms:=0
+	expect "... close_stdin again with no chars changes nothing: still running" \
+		'code == 200 and d["status"] == "running"'
+	stdin_to $'\x03'
+	expect "... Ctrl-C cancels it" "$(ended cancelled 130)"
+	check "... and no sleep 112 is left on the host" host_gone "$(sleep_re 112)" 10
 }
 
 timeouts() {
@@ -682,6 +714,7 @@ yield_resume
 interactive
 ctrl_c
 ended_input
+close_stdin
 timeouts
 lines
 implicit
