@@ -5,13 +5,14 @@
 # its Unix socket: exec_command's statuses (completed, error with an exit code or a signal,
 # cancelled by Ctrl-C, timed_out with the client waiting or not), yield and resume, stdin on pipes
 # and on a tty, close_stdin ending a command's input on both, input refused once a command has ended
-# or closed its stdin, read_command_lines paging, transcript retention, an implicit session
-# published and destroyed by its last command, publish and destroy refused while a command runs, a
-# background process kept between commands and killed by destroy, two sessions isolated (files,
-# /tmp, processes, the network when isolated), the state dir and the socket out of reach, escapes
-# (/proc/1/root, a symlinked cwd, mount), the seccomp probe inside a command, provenance of an
-# `env -i` child and a `nohup` daemon in file_blame, a killed holder (holder_exited), and SIGKILL of
-# eosd leaving no process of any session. As root, and again as the unprivileged user.
+# or closed its stdin, a reply given as its command ends, not at its yield, read_command_lines
+# paging, transcript retention, an implicit session published and destroyed by its last command,
+# publish and destroy refused while a command runs, a background process kept between commands and
+# killed by destroy, two sessions isolated (files, /tmp, processes, the network when isolated), the
+# state dir and the socket out of reach, escapes (/proc/1/root, a symlinked cwd, mount), the seccomp
+# probe inside a command, provenance of an `env -i` child and a `nohup` daemon in file_blame, a
+# killed holder (holder_exited), and SIGKILL of eosd leaving no process of any session. As root, and
+# again as the unprivileged user.
 #
 # Every sleep a command runs carries this run's pid in its duration (`sleep 100.<pid>`), so the
 # host-side pgrep checks see this run's processes only, on a machine shared with other tests.
@@ -342,6 +343,38 @@ close_stdin() {
 	stdin_to $'\x03'
 	expect "... Ctrl-C cancels it" "$(ended cancelled 130)"
 	check "... and no sleep 112 is left on the host" host_gone "$(sleep_re 112)" 10
+}
+
+# Milliseconds since $1 (an $EPOCHREALTIME).
+ms_since() {
+	local now=${EPOCHREALTIME//[.,]/} then=${1//[.,]/}
+	echo $(((now - then) / 1000))
+}
+
+# A reply does not wait out its yield when the command ends first, even when a background process
+# keeps its output open. The bounds are loose (3 s against a yield of 10 s).
+prompt_reply() {
+	local t0 ms
+	create qr
+	t0=$EPOCHREALTIME
+	ex qr 'sleep 0.1; echo quick'
+	ms=$(ms_since "$t0")
+	expect "'sleep 0.1' with yield 10000 is answered as it ends ($ms ms < 3000)" \
+		"$(ended completed 0) and out == \"quick\\n\" and $ms < 3000"
+	t0=$EPOCHREALTIME
+	ex qr "sleep 305.$M & echo quick"
+	ms=$(ms_since "$t0")
+	expect "... and 'sleep 305 & echo quick' (a background process holds its output): $ms ms" \
+		"$(ended completed 0) and d[\"background\"] is True and $ms < 3000"
+	ex qr 'read l; sleep 0.1; echo "got $l"' yield_time_ms:=300
+	expect "'read l' waiting for input is running" 'code == 200 and d["status"] == "running"'
+	t0=$EPOCHREALTIME
+	stdin_to $'x\n'
+	ms=$(ms_since "$t0")
+	expect "... write_command_stdin 'x\\n' with yield 10000 is answered as it ends ($ms ms)" \
+		"$(ended completed 0) and out == \"got x\\n\" and $ms < 3000"
+	call destroy_workspace_session workspace_session_id=qr
+	check "destroying qr leaves no sleep 305 on the host" host_gone "$(sleep_re 305)" 20
 }
 
 timeouts() {
@@ -715,6 +748,7 @@ interactive
 ctrl_c
 ended_input
 close_stdin
+prompt_reply
 timeouts
 lines
 implicit
