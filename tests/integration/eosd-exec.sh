@@ -8,11 +8,12 @@
 # or closed its stdin, a reply given as its command ends, not at its yield, read_command_lines
 # paging, transcript retention, an implicit session published and destroyed by its last command,
 # publish and destroy refused while a command runs, a background process kept between commands and
-# killed by destroy, two sessions isolated (files, /tmp, processes, the network when isolated), the
-# state dir and the socket out of reach, escapes (/proc/1/root, a symlinked cwd, mount), the seccomp
-# probe inside a command, provenance of an `env -i` child and a `nohup` daemon in file_blame, a
-# killed holder (holder_exited), and SIGKILL of eosd leaving no process of any session. As root, and
-# again as the unprivileged user.
+# killed by destroy, two sessions isolated (files, /tmp, processes, the network when isolated), a
+# fork bomb in one session leaving eosd and the others working, the state dir and the socket out of
+# reach, escapes (/proc/1/root, a symlinked cwd, mount), the seccomp probe inside a command,
+# provenance of an `env -i` child and a `nohup` daemon in file_blame, a killed holder
+# (holder_exited), and SIGKILL of eosd leaving no process of any session. As root, and again as the
+# unprivileged user.
 #
 # Every sleep a command runs carries this run's pid in its duration (`sleep 100.<pid>`), so the
 # host-side pgrep checks see this run's processes only, on a machine shared with other tests.
@@ -541,6 +542,57 @@ isolation() {
 	check "destroying ia leaves no sleep 303 on the host" host_gone "$(sleep_re 303)" 20
 }
 
+# obs_call OP JSON: POST /v1/observability/OP for sandbox sb with the arguments JSON and the
+# observability token; sets $status and $body like call.
+obs_call() {
+	op=observability/$1
+	printf '{"sandbox_id": "sb", "args": %s}\n' "$2" >"$T/req"
+	status=$(curl -sS --max-time 30 --unix-socket "$SOCK" -o "$T/body" -w '%{http_code}' \
+		-H "Authorization: Bearer $(cat "$ST/tokens/observability")" \
+		-H 'Content-Type: application/json' -H 'Expect:' \
+		--data-binary "@$T/req" "http://eosd/v1/observability/$1")
+	body=$(cat "$T/body" 2>/dev/null)
+}
+
+# A fork bomb in one session leaves eosd and the other sessions working; its timeout ends it
+# (its shell waits in `read` meanwhile) and destroy leaves nothing of it. The session's cgroup
+# caps it where eosd has cgroups (pids.max 4096, as root). An eosd without them (an unprivileged
+# one here) gives it only RLIMIT_NPROC 4096, which is too many processes for a shared test
+# machine, so there the bomb caps itself with `ulimit -u 200`. Root is exempt from RLIMIT_NPROC:
+# as root without cgroups nothing would cap it, and it is skipped, saying so.
+fork_bomb() {
+	local cap='' fb
+	create fb
+	create fo
+	obs_call cgroup '{"scope": "session", "id": "fb"}'
+	if [[ $(field 'd.get("status")') != available ]]; then
+		if ((EUID == 0)); then
+			ok "# SKIP fork bomb: eosd runs as root without cgroups, nothing caps it"
+			call destroy_workspace_session workspace_session_id=fb
+			call destroy_workspace_session workspace_session_id=fo
+			return
+		fi
+		cap='ulimit -u 200; '
+	fi
+	ex fb ": fb.$M; ${cap}bomb() { bomb | bomb & }; bomb; read -r -t 60 _" timeout_ms:=5000 \
+		yield_time_ms:=500
+	expect "a fork bomb in session fb (${cap:-capped by its cgroup}) is running" \
+		'code == 200 and d["status"] == "running"'
+	fb=$CID
+	check "... its processes run on the host" host_seen "fb\\.$M;"
+	obs_call ping '{}'
+	expect "... while it runs, ping answers" 'code == 200'
+	ex fo 'echo ok'
+	expect "... and 'echo ok' in session fo completes" "$(ended completed 0) and out == \"ok\\n\""
+	CID=$fb
+	stdin_to '' yield_time_ms:=15000
+	expect "the bomb ends at its timeout: timed_out, exit code 124" "$(ended timed_out 124)"
+	call destroy_workspace_session workspace_session_id=fb
+	expect "destroy_workspace_session fb" 'code == 200'
+	check "... leaves no process of the bomb on the host" host_gone "fb\\.$M;" 50
+	call destroy_workspace_session workspace_session_id=fo
+}
+
 # --- what a command cannot reach ------------------------------------------------------------------
 
 unreachable() {
@@ -756,6 +808,7 @@ implicit_joined
 busy
 background
 isolation
+fork_bomb
 unreachable
 escapes
 seccomp
