@@ -153,6 +153,9 @@ static const struct eos_arg stdin_args[] = {
 	{ "chars", EOS_ARG_STRING, false, "\"\"", 0, 1 << 20, NULL, 2,
 	  "bytes for the command's input; \\u0003 (Ctrl-C) or \\u0004 (Ctrl-D) on a pipe "
 	  "cancels it" },
+	{ "close_stdin", EOS_ARG_BOOL, false, "false", 0, 0, NULL, 0,
+	  "then end its input (cat, wc -l see their end): on pipes its stdin is closed, on a tty "
+	  "the terminal's EOF character (Ctrl-D) is sent without cancelling it" },
 	YIELD_ARG,
 	MAX_OUTPUT_ARG,
 };

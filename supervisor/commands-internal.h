@@ -65,6 +65,8 @@ struct cmd {
 	pid_t subreaper, shell;	   /* host pids */
 	int fd_out, fd_err, fd_in; /* the pty master in fd_out when tty; -1 when closed */
 	bool tty;
+	bool in_closed;	  /* pipes: close_stdin closed fd_in */
+	bool in_partial;  /* tty: the last input written did not end a line */
 	int fd_log;	  /* the transcript, append */
 	uint64_t bytes;	  /* in the transcript */
 	uint64_t lines;	  /* newlines in it, plus one when it ends without one */

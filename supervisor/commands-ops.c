@@ -116,17 +116,18 @@ eosd_op_write_command_stdin(struct eosd *d, struct eosd_call *c, json_t **out,
 			    struct eos_error *err)
 {
 	json_t *chars = json_object_get(c->args, "chars");
-	const char *id;
+	struct eosd_stdin_req q = { 0 };
 	int r;
 
 	if (!d->commands)
 		return no_engine(err);
-	r = command_of(d, c, &id, err);
-	return r
-		       ?: eosd_commands_stdin(
-				  d->commands, id, json_string_value(chars),
-				  json_string_length(chars), (int)arg_int(c, "yield_time_ms", 1000),
-				  (size_t)arg_int(c, "max_output_bytes", 65536), c, out, err);
+	r = command_of(d, c, &q.id, err);
+	q.chars = json_string_value(chars) ?: "";
+	q.len = json_string_length(chars);
+	q.close = json_is_true(json_object_get(c->args, "close_stdin"));
+	q.yield_ms = (int)arg_int(c, "yield_time_ms", 1000);
+	q.max_output = (size_t)arg_int(c, "max_output_bytes", 65536);
+	return r ?: eosd_commands_stdin(d->commands, &q, c, out, err);
 }
 
 int

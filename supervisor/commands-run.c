@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -813,6 +814,70 @@ write_all(int fd, const char *p, size_t n, struct eos_error *err)
 	return 0;
 }
 
+/*
+ * Why x takes no more input: the client's error (-EINVAL), not eosd's, naming the command and
+ * how it ended. A write of no chars still answers its result.
+ */
+static int
+input_refused(const struct cmd *x, struct eos_error *err)
+{
+	if (x->state == CMD_EXITED)
+		return eos_error_set(
+			err, -EINVAL,
+			"command '%s' has ended (%s, exit code %d): it reads no more "
+			"input; write_command_stdin with empty chars answers its result",
+			x->id, status_of(x), x->exit_code);
+	return eos_error_set(err, -EINVAL, "command '%s' reads no more input: %s", x->id,
+			     x->in_closed ? "its stdin was closed (close_stdin)"
+					  : "it has closed its stdin");
+}
+
+/* Write chars[len] to x's input. Lock held. */
+static int
+input_write(struct cmd *x, const char *chars, size_t len, struct eos_error *err)
+{
+	int r;
+
+	if (x->state == CMD_EXITED || x->fd_in < 0)
+		return input_refused(x, err);
+	r = write_all(x->fd_in, chars, len, err);
+	/* EPIPE: nothing reads the pipe any more (a pty's master answers EIO instead) */
+	if (r == -EPIPE || (x->tty && r == -EIO))
+		return input_refused(x, err);
+	if (r == 0)
+		x->in_partial = chars[len - 1] != '\n' && chars[len - 1] != '\r';
+	return r;
+}
+
+/*
+ * End x's input (close_stdin). Pipes: close the write end. A tty stays open (it is the
+ * command's stdout too): send its EOF character, which in canonical mode ends a read as
+ * Ctrl-D at a terminal does — twice after a partial line, whose pending bytes the first one
+ * only hands over. A command that set its terminal raw reads it as a byte. Lock held.
+ */
+static int
+input_close(struct cmd *x, struct eos_error *err)
+{
+	struct termios t;
+	char eof[2];
+	size_t n = x->in_partial ? 2 : 1;
+
+	if (x->state == CMD_EXITED || x->fd_in < 0)
+		return 0; /* nothing reads it any more: already ended */
+	if (!x->tty) {
+		close(x->fd_in);
+		x->fd_in = -1;
+		x->in_closed = true;
+		return 0;
+	}
+	if (tcgetattr(x->fd_in, &t) < 0)
+		return eos_error_set(err, eos_neg_errno(), "read the terminal of command '%s': %m",
+				     x->id);
+	eof[0] = eof[1] = t.c_cc[VEOF] != _POSIX_VDISABLE ? (char)t.c_cc[VEOF] : '\x04';
+	x->in_partial = false;
+	return write_all(x->fd_in, eof, n, err);
+}
+
 /* The command id of the catalog: "cmd-N". */
 static int
 not_found(struct eosd_commands *c, const char *id, struct eos_error *err)
@@ -825,50 +890,55 @@ not_found(struct eosd_commands *c, const char *id, struct eos_error *err)
 	return eos_error_set(err, -ENOENT, "command '%s' does not exist", id);
 }
 
-int
-eosd_commands_stdin(struct eosd_commands *c, const char *id, const char *chars, size_t len,
-		    int yield_ms, size_t max_output, struct eosd_call *call, json_t **out,
-		    struct eos_error *err)
+/* Ctrl-C or Ctrl-D: end x's whole tree (SIGTERM, grace, SIGKILL). Lock held. */
+static int
+cancel(struct eosd_commands *c, struct cmd *x, struct eos_error *err)
 {
-	bool cancel = len == 1 && (chars[0] == '\x03' || chars[0] == '\x04');
+	int r;
+
+	x->end = "cancelled";
+	r = eosd_holder_terminate(x->ns->h, x->hid, EOSD_CANCEL_GRACE_MS, err);
+	eosd_obs_event(c->d->obs, "command.cancelled", x->sandbox, x->session,
+		       json_pack("{s:s}", "command_session_id", x->id));
+	return r > 0 ? 0 : r;
+}
+
+int
+eosd_commands_stdin(struct eosd_commands *c, const struct eosd_stdin_req *q, struct eosd_call *call,
+		    json_t **out, struct eos_error *err)
+{
+	bool cancels = q->len == 1 && (q->chars[0] == '\x03' || q->chars[0] == '\x04');
+	int yield_ms = q->yield_ms;
 	struct cmd *x;
 	int r = 0;
 
 	pthread_mutex_lock(&c->lock);
-	x = cmd_find(c, id);
+	x = cmd_find(c, q->id);
 	if (!x) {
-		json_t *kept = store_result(c, id);
+		json_t *kept = store_result(c, q->id);
 
 		pthread_mutex_unlock(&c->lock);
 		if (!kept)
-			return not_found(c, id, err);
+			return not_found(c, q->id, err);
 		json_decref(kept);
 		return eos_error_set(err, -EINVAL,
 				     "command '%s' has ended (eosd restarted since): read its "
 				     "transcript with read_command_lines",
-				     id);
+				     q->id);
 	}
-	if (cancel && x->state != CMD_EXITED && !x->end && x->ns && x->ns->h) {
-		x->end = "cancelled";
-		r = eosd_holder_terminate(x->ns->h, x->hid, EOSD_CANCEL_GRACE_MS, err);
-		if (r > 0)
-			r = 0;
-		eosd_obs_event(c->d->obs, "command.cancelled", x->sandbox, x->session,
-			       json_pack("{s:s}", "command_session_id", x->id));
+	if (cancels && x->state != CMD_EXITED && !x->end && x->ns && x->ns->h) {
+		r = cancel(c, x, err);
 		yield_ms = EOS_MAX(yield_ms, EOSD_CANCEL_GRACE_MS + 1000);
-	} else if (len > 0 && x->state != CMD_EXITED) {
-		r = x->fd_in >= 0
-			    ? write_all(x->fd_in, chars, len, err)
-			    : eos_error_set(err, -EPIPE, "command '%s' has closed its input", id);
-	} else if (len > 0) {
-		r = eos_error_set(err, -EPIPE, "command '%s' has ended: it reads no input", id);
+	} else {
+		r = q->len > 0 ? input_write(x, q->chars, q->len, err) : 0;
+		r = r == 0 && q->close ? input_close(x, err) : r;
 	}
 	if (r == 0 && call && call->finish && !c->quiesced) {
-		defer(c, call, x, yield_ms, max_output);
+		defer(c, call, x, yield_ms, q->max_output);
 		r = EOSD_DEFERRED;
 	} else if (r == 0) {
 		wait_yield(c, x, yield_ms);
-		if (!(*out = reply_of(c, x, max_output)))
+		if (!(*out = reply_of(c, x, q->max_output)))
 			r = eos_error_set(err, -ENOMEM, "out of memory");
 	}
 	pthread_mutex_unlock(&c->lock);

@@ -94,10 +94,19 @@ struct eosd_exec_req {
  */
 int eosd_commands_exec(struct eosd_commands *c, const struct eosd_exec_req *x,
 		       struct eosd_call *call, json_t **out, int *kind, struct eos_error *err);
+/* write_command_stdin's arguments (borrowed). */
+struct eosd_stdin_req {
+	const char *id;
+	const char *chars;
+	size_t len;
+	bool close; /* then end the input: close the pipe, or send VEOF on a tty */
+	int yield_ms;
+	size_t max_output;
+};
+
 /* write_command_stdin: the same ways of answering. */
-int eosd_commands_stdin(struct eosd_commands *c, const char *id, const char *chars, size_t len,
-			int yield_ms, size_t max_output, struct eosd_call *call, json_t **out,
-			struct eos_error *err);
+int eosd_commands_stdin(struct eosd_commands *c, const struct eosd_stdin_req *q,
+			struct eosd_call *call, json_t **out, struct eos_error *err);
 /* eosd is stopping: answer every deferred reply now, and defer none from now on. */
 void eosd_commands_quiesce(struct eosd_commands *c);
 int eosd_commands_lines(struct eosd_commands *c, const char *id, int64_t offset, int64_t limit,

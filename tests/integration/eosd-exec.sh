@@ -4,13 +4,16 @@
 # Commands in sessions (doc/commands.md, doc/holder.md) through a real eosd, driven with curl over
 # its Unix socket: exec_command's statuses (completed, error with an exit code or a signal,
 # cancelled by Ctrl-C, timed_out with the client waiting or not), yield and resume, stdin on pipes
-# and on a tty, read_command_lines paging, transcript retention, an implicit session published and
-# destroyed by its last command, publish and destroy refused while a command runs, a background
-# process kept between commands and killed by destroy, two sessions isolated (files, /tmp,
-# processes, the network when isolated), the state dir and the socket out of reach, escapes
-# (/proc/1/root, a symlinked cwd, mount), the seccomp probe inside a command, provenance of an
-# `env -i` child and a `nohup` daemon in file_blame, a killed holder (holder_exited), and SIGKILL
-# of eosd leaving no process of any session. As root, and again as the unprivileged user.
+# and on a tty, close_stdin ending a command's input on both, input refused once a command has ended
+# or closed its stdin, a reply given as its command ends, not at its yield, read_command_lines
+# paging, transcript retention, an implicit session published and destroyed by its last command,
+# publish and destroy refused while a command runs, a background process kept between commands and
+# killed by destroy, two sessions isolated (files, /tmp, processes, the network when isolated), a
+# fork bomb in one session leaving eosd and the others working, the state dir and the socket out of
+# reach, escapes (/proc/1/root, a symlinked cwd, mount), the seccomp probe inside a command,
+# provenance of an `env -i` child and a `nohup` daemon in file_blame, a killed holder
+# (holder_exited), and SIGKILL of eosd leaving no process of any session. As root, and again as the
+# unprivileged user.
 #
 # Every sleep a command runs carries this run's pid in its duration (`sleep 100.<pid>`), so the
 # host-side pgrep checks see this run's processes only, on a machine shared with other tests.
@@ -291,6 +294,90 @@ ctrl_c() {
 	check "... and no sleep 110 is left on the host" host_gone "$(sleep_re 110)" 10
 }
 
+# Input to a command that cannot take it is the client's error (400, kind invalid), naming the
+# command; an empty write (a poll) still answers the command's result.
+ended_input() {
+	ex x1 'exit 7'
+	expect "exec 'exit 7' ends: status error, exit code 7" "$(ended error 7)"
+	stdin_to x
+	expect "write_command_stdin 'x' to it: refused 400, kind invalid, naming it, ended, exit code 7" \
+		"$(refused 400 invalid) and \"'$CID'\" in d[\"error\"][\"message\"] and \"has ended\" in d[\"error\"][\"message\"] and \"exit code 7\" in d[\"error\"][\"message\"]"
+	stdin_to ''
+	expect "... write_command_stdin '' to it still answers its final result" "$(ended error 7)"
+	ex x1 "exec 0<&-; sleep 111.$M" yield_time_ms:=200
+	expect "a command that closed its own stdin is running" \
+		'code == 200 and d["status"] == "running"'
+	stdin_to x yield_time_ms:=0
+	expect "... write_command_stdin 'x' to it: refused 400, kind invalid, its input closed" \
+		"$(refused 400 invalid) and \"'$CID'\" in d[\"error\"][\"message\"] and \"no more input\" in d[\"error\"][\"message\"] and \"closed\" in d[\"error\"][\"message\"]"
+	stdin_to $'\x03'
+	expect "... Ctrl-C still cancels it" "$(ended cancelled 130)"
+	check "... and no sleep 111 is left on the host" host_gone "$(sleep_re 111)" 10
+}
+
+# close_stdin ends a command's input without cancelling it: on pipes its stdin pipe is closed,
+# on a tty the terminal's EOF character ends the pending line and then the input.
+close_stdin() {
+	local tty
+	for tty in false true; do
+		ex x1 'wc -l' yield_time_ms:=300 "tty:=$tty"
+		expect "tty $tty: 'wc -l' waiting for its input is running" \
+			'code == 200 and d["status"] == "running"'
+		stdin_to $'a\nb\n' close_stdin:=true
+		expect "tty $tty: write_command_stdin 'a\\nb\\n' with close_stdin completes it, output 2" \
+			"$(ended completed 0) and out.split()[-1:] == [\"2\"]"
+	done
+	ex x1 'cat; echo "<end>"' yield_time_ms:=300 tty:=true
+	stdin_to 'abc' close_stdin:=true
+	expect "tty true: 'abc' (no newline) with close_stdin ends cat too" \
+		"$(ended completed 0) and \"abc\" in out and \"<end>\" in out"
+	ex x1 "cat >/dev/null; echo eof; sleep 112.$M" yield_time_ms:=300
+	stdin_to '' close_stdin:=true yield_time_ms:=1000
+	expect "close_stdin with no chars: cat sees the end of its input, the command runs on" \
+		'code == 200 and d["status"] == "running" and out == "eof\n"'
+	stdin_to x yield_time_ms:=0
+	expect "... then write_command_stdin 'x': refused 400, kind invalid, its input closed" \
+		"$(refused 400 invalid) and \"'$CID'\" in d[\"error\"][\"message\"] and \"no more input\" in d[\"error\"][\"message\"] and \"closed\" in d[\"error\"][\"message\"]"
+	stdin_to '' close_stdin:=true yield_time_ms:=0
+	expect "... close_stdin again with no chars changes nothing: still running" \
+		'code == 200 and d["status"] == "running"'
+	stdin_to $'\x03'
+	expect "... Ctrl-C cancels it" "$(ended cancelled 130)"
+	check "... and no sleep 112 is left on the host" host_gone "$(sleep_re 112)" 10
+}
+
+# Milliseconds since $1 (an $EPOCHREALTIME).
+ms_since() {
+	local now=${EPOCHREALTIME//[.,]/} then=${1//[.,]/}
+	echo $(((now - then) / 1000))
+}
+
+# A reply does not wait out its yield when the command ends first, even when a background process
+# keeps its output open. The bounds are loose (3 s against a yield of 10 s).
+prompt_reply() {
+	local t0 ms
+	create qr
+	t0=$EPOCHREALTIME
+	ex qr 'sleep 0.1; echo quick'
+	ms=$(ms_since "$t0")
+	expect "'sleep 0.1' with yield 10000 is answered as it ends ($ms ms < 3000)" \
+		"$(ended completed 0) and out == \"quick\\n\" and $ms < 3000"
+	t0=$EPOCHREALTIME
+	ex qr "sleep 305.$M & echo quick"
+	ms=$(ms_since "$t0")
+	expect "... and 'sleep 305 & echo quick' (a background process holds its output): $ms ms" \
+		"$(ended completed 0) and d[\"background\"] is True and $ms < 3000"
+	ex qr 'read l; sleep 0.1; echo "got $l"' yield_time_ms:=300
+	expect "'read l' waiting for input is running" 'code == 200 and d["status"] == "running"'
+	t0=$EPOCHREALTIME
+	stdin_to $'x\n'
+	ms=$(ms_since "$t0")
+	expect "... write_command_stdin 'x\\n' with yield 10000 is answered as it ends ($ms ms)" \
+		"$(ended completed 0) and out == \"got x\\n\" and $ms < 3000"
+	call destroy_workspace_session workspace_session_id=qr
+	check "destroying qr leaves no sleep 305 on the host" host_gone "$(sleep_re 305)" 20
+}
+
 timeouts() {
 	ex x1 "sleep 101.$M" timeout_ms:=500 yield_time_ms:=5000
 	expect "sleep 101 with timeout 500, yield 5000: timed_out, exit code 124" \
@@ -453,6 +540,57 @@ isolation() {
 	call destroy_workspace_session workspace_session_id=ib
 	call destroy_workspace_session workspace_session_id=ia
 	check "destroying ia leaves no sleep 303 on the host" host_gone "$(sleep_re 303)" 20
+}
+
+# obs_call OP JSON: POST /v1/observability/OP for sandbox sb with the arguments JSON and the
+# observability token; sets $status and $body like call.
+obs_call() {
+	op=observability/$1
+	printf '{"sandbox_id": "sb", "args": %s}\n' "$2" >"$T/req"
+	status=$(curl -sS --max-time 30 --unix-socket "$SOCK" -o "$T/body" -w '%{http_code}' \
+		-H "Authorization: Bearer $(cat "$ST/tokens/observability")" \
+		-H 'Content-Type: application/json' -H 'Expect:' \
+		--data-binary "@$T/req" "http://eosd/v1/observability/$1")
+	body=$(cat "$T/body" 2>/dev/null)
+}
+
+# A fork bomb in one session leaves eosd and the other sessions working; its timeout ends it
+# (its shell waits in `read` meanwhile) and destroy leaves nothing of it. The session's cgroup
+# caps it where eosd has cgroups (pids.max 4096, as root). An eosd without them (an unprivileged
+# one here) gives it only RLIMIT_NPROC 4096, which is too many processes for a shared test
+# machine, so there the bomb caps itself with `ulimit -u 200`. Root is exempt from RLIMIT_NPROC:
+# as root without cgroups nothing would cap it, and it is skipped, saying so.
+fork_bomb() {
+	local cap='' fb
+	create fb
+	create fo
+	obs_call cgroup '{"scope": "session", "id": "fb"}'
+	if [[ $(field 'd.get("status")') != available ]]; then
+		if ((EUID == 0)); then
+			ok "# SKIP fork bomb: eosd runs as root without cgroups, nothing caps it"
+			call destroy_workspace_session workspace_session_id=fb
+			call destroy_workspace_session workspace_session_id=fo
+			return
+		fi
+		cap='ulimit -u 200; '
+	fi
+	ex fb ": fb.$M; ${cap}bomb() { bomb | bomb & }; bomb; read -r -t 60 _" timeout_ms:=5000 \
+		yield_time_ms:=500
+	expect "a fork bomb in session fb (${cap:-capped by its cgroup}) is running" \
+		'code == 200 and d["status"] == "running"'
+	fb=$CID
+	check "... its processes run on the host" host_seen "fb\\.$M;"
+	obs_call ping '{}'
+	expect "... while it runs, ping answers" 'code == 200'
+	ex fo 'echo ok'
+	expect "... and 'echo ok' in session fo completes" "$(ended completed 0) and out == \"ok\\n\""
+	CID=$fb
+	stdin_to '' yield_time_ms:=15000
+	expect "the bomb ends at its timeout: timed_out, exit code 124" "$(ended timed_out 124)"
+	call destroy_workspace_session workspace_session_id=fb
+	expect "destroy_workspace_session fb" 'code == 200'
+	check "... leaves no process of the bomb on the host" host_gone "fb\\.$M;" 50
+	call destroy_workspace_session workspace_session_id=fo
 }
 
 # --- what a command cannot reach ------------------------------------------------------------------
@@ -660,6 +798,9 @@ statuses
 yield_resume
 interactive
 ctrl_c
+ended_input
+close_stdin
+prompt_reply
 timeouts
 lines
 implicit
@@ -667,6 +808,7 @@ implicit_joined
 busy
 background
 isolation
+fork_bomb
 unreachable
 escapes
 seccomp
