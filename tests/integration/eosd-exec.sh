@@ -556,16 +556,22 @@ obs_call() {
 
 # A fork bomb in one session leaves eosd and the other sessions working; its timeout ends it
 # (its shell waits in `read` meanwhile) and destroy leaves nothing of it. The session's cgroup
-# caps it where eosd has cgroups (pids.max 4096, as root). An eosd without them (an unprivileged
-# one here) gives it only RLIMIT_NPROC 4096, which is too many processes for a shared test
-# machine, so there the bomb caps itself with `ulimit -u 200`. Root is exempt from RLIMIT_NPROC:
-# as root without cgroups nothing would cap it, and it is skipped, saying so.
+# caps it where eosd has cgroups (pids.max 4096, as root); the test lowers fb's pids.max to 256,
+# which 4 096 processes would make a 2-core CI machine crawl for every test running beside this
+# one, and checks that the cgroup holds it there. An eosd without them (an unprivileged one here)
+# gives it only RLIMIT_NPROC 4096, too many for a shared test machine too, so there the bomb caps
+# itself with `ulimit -u 200`. Root is exempt from RLIMIT_NPROC: as root without cgroups nothing
+# would cap it, and it is skipped, saying so.
 fork_bomb() {
-	local cap='' fb
+	local cap='' fb max
 	create fb
 	create fo
 	obs_call cgroup '{"scope": "session", "id": "fb"}'
-	if [[ $(field 'd.get("status")') != available ]]; then
+	if [[ $(field 'd.get("status")') == available ]]; then
+		for max in $(fb_cgroup_files pids.max); do
+			echo 256 >"$max"
+		done
+	else
 		if ((EUID == 0)); then
 			ok "# SKIP fork bomb: eosd runs as root without cgroups, nothing caps it"
 			call destroy_workspace_session workspace_session_id=fb
@@ -580,6 +586,9 @@ fork_bomb() {
 		'code == 200 and d["status"] == "running"'
 	fb=$CID
 	check "... its processes run on the host" host_seen "fb\\.$M;"
+	if [[ -z $cap ]]; then
+		check "... its cgroup holds it at the 256 processes set" pids_capped 256
+	fi
 	obs_call ping '{}'
 	expect "... while it runs, ping answers" 'code == 200'
 	ex fo 'echo ok'
@@ -591,6 +600,26 @@ fork_bomb() {
 	expect "destroy_workspace_session fb" 'code == 200'
 	check "... leaves no process of the bomb on the host" host_gone "fb\\.$M;" 50
 	call destroy_workspace_session workspace_session_id=fo
+}
+
+# The files named $1 of session fb's cgroups (this run's eosd: its cgroups are eos-KEY/sb/fb).
+fb_cgroup_files() {
+	find /sys/fs/cgroup -path "*/eos-*/sb/fb/$1" -type f 2>/dev/null
+}
+
+# The pids.current of fb's cgroup stays at most $1 while the bomb runs (sampled for 2 s).
+pids_capped() {
+	local f n seen=0
+	for _ in {1..20}; do
+		for f in $(fb_cgroup_files pids.current); do
+			n=$(<"$f")
+			((n <= $1)) || return 1
+			((n > seen)) && seen=$n
+		done
+		sleep 0.1
+	done
+	echo "# at most $seen processes seen in fb's cgroup"
+	((seen > 0))
 }
 
 # --- what a command cannot reach ------------------------------------------------------------------
