@@ -11,12 +11,12 @@
  *	exit with the command's exit code (3: its implicit session's publish was rejected)
  *
  * Standard input is read without blocking (poll, never O_NONBLOCK: the descriptor is shared with
- * the shell) and sent as it comes; at its end eosctl stops reading it (the command's stdin stays
- * open: a Ctrl-D would cancel it). SIGINT, SIGTERM and SIGHUP cancel the command instead of
- * ending eosctl, which then waits for the cancelled result; a third one seen between two replies
- * (a call is not interrupted) gives up waiting. With --tty and a terminal on stdin, that
- * terminal is raw while the command runs (keys go to the remote pty as they are, Ctrl-C among
- * them) and restored on every way out.
+ * the shell) and sent as it comes; at its end the next call closes the command's stdin
+ * (close_stdin: a pipe's end, or the pty's EOF character), so `cat` and `wc` end as in a shell.
+ * SIGINT, SIGTERM and SIGHUP cancel the command instead of ending eosctl, which then waits for
+ * the cancelled result; a third one seen between two replies (a call is not interrupted) gives
+ * up waiting. With --tty and a terminal on stdin, that terminal is raw while the command runs
+ * (keys go to the remote pty as they are, Ctrl-C among them) and restored on every way out.
  */
 #include <assert.h>
 #include <errno.h>
@@ -115,6 +115,7 @@ struct exec {
 	struct termios saved;
 	struct sigaction old[EOS_ARRAY_SIZE(handled)];
 	bool stdin_open; /* stdin may have more */
+	bool close_due;	 /* stdin ended: the next call closes the command's stdin */
 	int yield_ms, max_output;
 	bool cancelled;	       /* a cancel was sent */
 	bool out_broken;       /* stdout failed: cancel, and print no more */
@@ -278,7 +279,7 @@ read_input(struct exec *x, int ms)
 	}
 	memcpy(buf, x->held, x->nheld);
 	if (poll(&p, 1, ms) > 0 && (got = read(STDIN_FILENO, buf + n, INPUT_MAX)) <= 0)
-		x->stdin_open = got < 0 && (errno == EINTR || errno == EAGAIN);
+		x->close_due = !(x->stdin_open = got < 0 && (errno == EINTR || errno == EAGAIN));
 	n += got > 0 ? (size_t)got : 0;
 	whole = x->stdin_open ? utf8_whole(buf, n) : n;
 	x->nheld = n - whole;
@@ -304,9 +305,10 @@ next_chars(struct exec *x, int ms)
 static json_t *
 stdin_args(const struct exec *x, json_t *chars)
 {
-	return json_pack("{s:s,s:o,s:i,s:i}", "command_session_id",
+	return json_pack("{s:s,s:o,s:i,s:i,s:b}", "command_session_id",
 			 str(x->last, "command_session_id"), "chars", chars, "yield_time_ms",
-			 x->yield_ms, "max_output_bytes", x->max_output);
+			 x->yield_ms, "max_output_bytes", x->max_output, "close_stdin",
+			 x->close_due);
 }
 
 /*
@@ -332,6 +334,7 @@ round_once(struct exec *x)
 	}
 	if (r < 0)
 		return report(x, r, doc, &err);
+	x->close_due = false; /* sent once */
 	take_reply(x, TAKE_PTR(doc));
 	return 0;
 }

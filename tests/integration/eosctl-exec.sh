@@ -87,6 +87,12 @@ test_stdin() {
 	check "... got the line" test "$out" = foo
 	run bash -c 'seq 3 | "$1" exec sb1 -- head -n 3' bash "$EOSCTL_BIN"
 	check "... several lines of it" test "$out" = $'1\n2\n3'
+	run bash -c 'printf "a\nb\n" | timeout 20 "$1" exec sb1 -- wc -l' bash "$EOSCTL_BIN"
+	expect_rc 0 "a command reading to the end of its input ends with eosctl's stdin"
+	check "... having read all of it" test "$out" = 2
+	run bash -c 'printf "x y" | timeout 20 "$1" exec sb1 --tty -- cat' bash "$EOSCTL_BIN"
+	expect_rc 0 "... on a pty too (the end of stdin sends the pty's EOF character)"
+	check "... having read all of it" grep -q "x y" <<<"$out"
 	run timeout --preserve-status -s INT 3 "$EOSCTL_BIN" exec sb1 -- 'read -t 1 x; echo "[$x]"'
 	expect_rc 0 "an empty stdin: the command reads nothing"
 	check "... and goes on" test "$out" = "[]"
