@@ -22,3 +22,11 @@ cli/completions/eosctl: cli/eosctl$(EXEEXT)
 	$(AM_V_GEN)$(MKDIR_P) cli/completions && \
 		cli/eosctl$(EXEEXT) completion bash >$@.tmp && mv $@.tmp $@
 CLEANFILES += cli/completions/eosctl
+
+# eos-mcp: the MCP server over stdio (doc/mcp.md). The protocol and the tools' schemas are in
+# common/ (common/mcp.h, common/catalog-schema.h) for eosd's /mcp to share; the calls go through
+# eosctl's own client, linked from cli/libeosctl.a, not copied.
+bin_PROGRAMS += cli/eos-mcp
+cli_eos_mcp_SOURCES = cli/eos-mcp.c cli/eos-mcp.h cli/eos-mcp-run.c
+cli_eos_mcp_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+cli_eos_mcp_LDADD = $(EOSCTL_LIBS) -lpthread
