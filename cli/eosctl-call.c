@@ -41,6 +41,7 @@ struct call {
 	char *final;	  /* a stream's "result" or "error" event: its data (owned) */
 	bool final_error; /* it was "error" */
 	bool follow;	  /* events --follow: each "event" is printed as it comes */
+	const struct eosctl_call_hooks *hooks; /* a session's call: its events go there */
 };
 
 static void
@@ -85,6 +86,11 @@ on_event(void *arg, const char *name, const char *data)
 {
 	struct call *c = arg;
 
+	if (c->hooks && c->hooks->on_event && strcmp(name, "result") != 0 &&
+	    strcmp(name, "error") != 0) {
+		c->hooks->on_event(c->hooks->arg, name, data);
+		return;
+	}
 	if (strcmp(name, "progress") == 0) {
 		eosctl_progress_event(&c->progress, data);
 		return;
@@ -198,6 +204,8 @@ send_op(struct call *c, const char *token, const char *body, struct eosctl_http_
 						     : DEFAULT_TIMEOUT_MS,
 		.tick = c->show_progress ? tick : NULL,
 		.tick_arg = c,
+		.cancelled = c->hooks ? c->hooks->cancelled : NULL,
+		.cancel_arg = c->hooks ? c->hooks->arg : NULL,
 		.on_event = c->events ? on_event : NULL,
 		.event_arg = c,
 	};
@@ -344,9 +352,31 @@ eosctl_session_open(const struct eosctl_cmd *cmd, enum eos_surface surface,
 	return 0;
 }
 
+/* The document a session's call answered: a stream's last event, or the reply's body. */
+static int
+session_reply(struct eosctl_session *s, const struct eos_op *op,
+	      const struct eosctl_http_response *resp, json_t **ret_doc, struct eos_error *err)
+{
+	bool stream = s->c.events && resp->status == 200 && resp->content_type &&
+		      strncmp(resp->content_type, "text/event-stream", 17) == 0;
+
+	if (stream && !s->c.final)
+		return eos_error_set(err, -EIO,
+				     "eosd ended the event stream of %s without a result or an "
+				     "error",
+				     op->name);
+	*ret_doc = stream ? json_loads(s->c.final, 0, NULL)
+			  : json_loadb(resp->body, resp->body_len, 0, NULL);
+	if (!*ret_doc)
+		return eos_error_set(err, -EIO, "eosd answered %s with status %d and no JSON",
+				     op->name, resp->status);
+	return (stream ? !s->c.final_error : resp->status == 200) ? 0 : -EIO;
+}
+
 int
-eosctl_session_call(struct eosctl_session *s, const struct eos_op *op, json_t *args,
-		    const char *sandbox, json_t **ret_doc, struct eos_error *err)
+eosctl_session_call_hooks(struct eosctl_session *s, const struct eos_op *op, json_t *args,
+			  const char *sandbox, const struct eosctl_call_hooks *hooks,
+			  json_t **ret_doc, struct eos_error *err)
 {
 	struct eosctl_http_response resp = { 0 };
 	cleanup_free char *body = NULL;
@@ -361,16 +391,22 @@ eosctl_session_call(struct eosctl_session *s, const struct eos_op *op, json_t *a
 	s->cmd.args = NULL;
 	if (!body)
 		return eos_error_set(err, -ENOMEM, "out of memory");
+	s->c.events = hooks && hooks->on_event && op->long_running;
+	s->c.hooks = hooks;
 	r = send_with_autostart(&s->c, s->token, body, &resp, err);
-	if (r < 0)
-		return r;
-	*ret_doc = json_loadb(resp.body, resp.body_len, 0, NULL);
-	r = resp.status == 200 && *ret_doc ? 0 : -EIO;
-	if (r < 0 && !*ret_doc)
-		eos_error_set(err, -EIO, "eosd answered %s with status %d and no JSON", op->name,
-			      resp.status);
+	if (r == 0)
+		r = session_reply(s, op, &resp, ret_doc, err);
+	s->c.events = false;
+	s->c.hooks = NULL;
 	eosctl_http_response_release(&resp);
 	return r;
+}
+
+int
+eosctl_session_call(struct eosctl_session *s, const struct eos_op *op, json_t *args,
+		    const char *sandbox, json_t **ret_doc, struct eos_error *err)
+{
+	return eosctl_session_call_hooks(s, op, args, sandbox, NULL, ret_doc, err);
 }
 
 void

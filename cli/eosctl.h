@@ -17,7 +17,8 @@
  *	  eosctl_daemon_*()        daemon start|stop|status
  *	  eosctl_help_*()          --help, help OP, completion bash (eosctl-help.c)
  *
- * Runs single-threaded; nothing here is shared between threads.
+ * eosctl runs single-threaded; eos-mcp (cli/eos-mcp*.c) links the same code and calls it from
+ * several threads, each on its own struct eosctl_session. Nothing here is global.
  */
 #pragma once
 
@@ -283,6 +284,25 @@ int eosctl_session_open(const struct eosctl_cmd *cmd, enum eos_surface s,
  */
 int eosctl_session_call(struct eosctl_session *s, const struct eos_op *op, json_t *args,
 			const char *sandbox, json_t **ret_doc, struct eos_error *err);
+/* What a session's call reports while it runs (eosctl_session_call_hooks()). */
+struct eosctl_call_hooks {
+	/*
+	 * With on_event, a long-running operation asks for eosd's event stream (doc/eosd.md,
+	 * "Progress events"): each event but the final result or error comes here as it arrives
+	 * ("progress"; events follow's "event" and "dropped"), its data valid during the call.
+	 */
+	void (*on_event)(void *arg, const char *name, const char *data);
+	/* Asked while the call waits: true abandons it (-ECANCELED). NULL: never. */
+	bool (*cancelled)(void *arg);
+	void *arg;
+};
+/*
+ * eosctl_session_call() with hooks (may be NULL): the stream's result or error event is then the
+ * reply. Calls on one session are not concurrent; sessions in different threads are fine.
+ */
+int eosctl_session_call_hooks(struct eosctl_session *s, const struct eos_op *op, json_t *args,
+			      const char *sandbox, const struct eosctl_call_hooks *hooks,
+			      json_t **ret_doc, struct eos_error *err);
 void eosctl_session_close(struct eosctl_session *s);
 
 /* --- eosctl-obs.c: text of the observability replies -------------------------------------- */

@@ -42,3 +42,10 @@ install-exec-hook:
 	done
 uninstall-hook:
 	for f in $(EOSCTL_FRONT_ENDS); do rm -f $(DESTDIR)$(bindir)/$$f; done
+# eos-mcp: the MCP server over stdio (doc/mcp.md). The protocol and the tools' schemas are in
+# common/ (common/mcp.h, common/catalog-schema.h) for eosd's /mcp to share; the calls go through
+# eosctl's own client, linked from cli/libeosctl.a, not copied.
+bin_PROGRAMS += cli/eos-mcp
+cli_eos_mcp_SOURCES = cli/eos-mcp.c cli/eos-mcp.h cli/eos-mcp-run.c
+cli_eos_mcp_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+cli_eos_mcp_LDADD = $(EOSCTL_LIBS) -lpthread

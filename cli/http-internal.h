@@ -29,6 +29,8 @@ struct eosctl_http_conn {
 	int64_t deadline_ns; /* CLOCK_MONOTONIC; 0: none */
 	eosctl_http_tick_fn tick;
 	void *tick_arg;
+	eosctl_http_cancel_fn cancelled;
+	void *cancel_arg;
 	eosctl_http_event_fn on_event; /* the request asked for events */
 	void *event_arg;
 	struct eosctl_sse *sse; /* the reply is a stream of events: its body goes here */
@@ -37,7 +39,10 @@ struct eosctl_http_conn {
 	bool eof;
 };
 
-/* Wait until c->fd has events (POLLIN, POLLOUT), ticking; -ETIMEDOUT past the deadline. */
+/*
+ * Wait until c->fd has events (POLLIN, POLLOUT), ticking; -ETIMEDOUT past the deadline,
+ * -ECANCELED once c->cancelled says so.
+ */
 int eosctl_http_wait(struct eosctl_http_conn *c, short events, struct eos_error *err);
 
 /*

@@ -126,6 +126,9 @@ eosctl_http_wait(struct eosctl_http_conn *c, short events, struct eos_error *err
 		int64_t left_ms = TICK_MS;
 		int r;
 
+		if (c->cancelled && c->cancelled(c->cancel_arg))
+			return eos_error_set(err, -ECANCELED,
+					     "the call to eosd at '%s' was abandoned", c->ep->name);
 		if (c->deadline_ns > 0) {
 			int64_t left = c->deadline_ns - eos_mono_ns();
 
@@ -312,6 +315,8 @@ eosctl_http_call(const struct eosctl_endpoint *ep, const struct eosctl_http_requ
 				      .timeout_ms = req->timeout_ms,
 				      .tick = req->tick,
 				      .tick_arg = req->tick_arg,
+				      .cancelled = req->cancelled,
+				      .cancel_arg = req->cancel_arg,
 				      .on_event = req->on_event,
 				      .event_arg = req->event_arg };
 	int r;

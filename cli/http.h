@@ -57,6 +57,11 @@ void eosctl_endpoint_release(struct eosctl_endpoint *ep);
 /* Called about every 100 ms while a call waits (e.g. to draw a spinner). */
 typedef void (*eosctl_http_tick_fn)(void *arg);
 /*
+ * Asked before each wait of a call (about every 100 ms, and whenever data arrived): true
+ * abandons the call, which then fails with -ECANCELED (eosd is not told; it finishes the work).
+ */
+typedef bool (*eosctl_http_cancel_fn)(void *arg);
+/*
  * One server-sent event of a streamed reply, as it arrives: its name ("message" when it names
  * none) and its data (its data lines joined by "\n"), both NUL-terminated and valid during the
  * call only.
@@ -72,6 +77,8 @@ struct eosctl_http_request {
 	int timeout_ms; /* for the whole call; <= 0: no limit (connecting has 10 s at most) */
 	eosctl_http_tick_fn tick;
 	void *tick_arg;
+	eosctl_http_cancel_fn cancelled; /* NULL: never abandoned */
+	void *cancel_arg;
 	/*
 	 * With on_event: ask for server-sent events too (Accept: text/event-stream). A reply of
 	 * that Content-Type is read as it arrives and each event goes to on_event (resp->body then

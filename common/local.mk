@@ -10,6 +10,8 @@ common_libeos_common_a_SOURCES = \
 	common/json.c common/json.h \
 	common/errkind.c common/errkind.h \
 	common/catalog.c common/catalog-ops.c common/catalog.h \
+	common/catalog-schema.c common/catalog-schema.h \
+	common/mcp.c common/mcp-call.c common/mcp.h common/mcp-internal.h \
 	common/quote.c common/quote.h \
 	common/hashmap.c common/hashmap.h \
 	common/statedir.c common/statedir.h \

@@ -110,5 +110,6 @@ include tests/integration/crash.mk
 include tests/integration/eosd.mk
 include tests/integration/eosd-sessions.mk
 include tests/integration/eosctl.mk
+include tests/integration/mcp.mk
 include tests/unit/corrupt.mk
 include tests/integration/holder.mk
