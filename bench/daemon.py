@@ -257,6 +257,28 @@ def telemetry_stored(d):
     return d.call("observability", "snapshot")["daemon"]["telemetry"]["stored_bytes"]
 
 
+def interleaved(on, off, rounds):
+    """(round, daemon) for rounds rounds of both daemons, alternating which goes first so that
+    the machine's load moves both alike."""
+    for r in range(rounds):
+        for d in ((on, off) if r % 2 == 0 else (off, on)):
+            yield r, d
+
+
+def report_on_off(report, name, on, off):
+    """Seconds with telemetry on and off, one per paired round: medians, p95s, their ratio and
+    the median of the paired ratios."""
+    ratios = sorted(a / b for a, b in zip(on, off))
+    med_on, p95_on = ms(on)
+    med_off, p95_off = ms(off)
+    report(name + ".on.median", med_on, "ms")
+    report(name + ".off.median", med_off, "ms")
+    report(name + ".on.p95", p95_on, "ms")
+    report(name + ".off.p95", p95_off, "ms")
+    report(name + ".on_over_off(median)", med_on / med_off, "x")
+    report(name + ".on_over_off(median of paired rounds)", ratios[len(ratios) // 2], "x")
+
+
 def exec_true(d, session):
     """exec_command true in session, to its end: seconds."""
     t, res = d.timed("runtime", "exec_command", "sb", cmd="true", workspace_session_id=session,
@@ -272,19 +294,9 @@ def telemetry_exec(on, off, sess, rounds, report):
     times = {on: [], off: []}
     for d in (on, off):
         exec_true(d, sess[d][0])  # the holder's first exec warms bash's pages
-    for r in range(rounds):
-        for d in ((on, off) if r % 2 == 0 else (off, on)):
-            times[d].append(exec_true(d, sess[d][0]))
-    ratios = sorted(a / b for a, b in zip(times[on], times[off]))
-    med_on, p95_on = ms(times[on])
-    med_off, p95_off = ms(times[off])
-    report("telemetry.exec_true.on.median", med_on, "ms")
-    report("telemetry.exec_true.off.median", med_off, "ms")
-    report("telemetry.exec_true.on.p95", p95_on, "ms")
-    report("telemetry.exec_true.off.p95", p95_off, "ms")
-    report("telemetry.exec_true.on_over_off(median)", med_on / med_off, "x")
-    report("telemetry.exec_true.on_over_off(median of paired rounds)",
-           ratios[len(ratios) // 2], "x")
+    for _, d in interleaved(on, off, rounds):
+        times[d].append(exec_true(d, sess[d][0]))
+    report_on_off(report, "telemetry.exec_true", times[on], times[off])
     before = telemetry_stored(on)
     for _ in range(1000):
         exec_true(on, sess[on][0])
@@ -308,27 +320,17 @@ def bench_telemetry(o, report):
             times = {on: [], off: []}
             before = telemetry_stored(on)
             cpu0 = {d: d.cpu_seconds() for d in (on, off)}
-            for r in range(o.rounds):
-                for d in ((on, off) if r % 2 == 0 else (off, on)):
-                    s, mount = sess[d]
-                    change_files(mount, 10, "round%d" % r, o.small)
-                    t, res = d.timed("runtime", "publish_workspace_session", "sb",
-                                     workspace_session_id=s)
-                    if res.get("status") != "published":
-                        raise RuntimeError("publish: %s" % res)
-                    times[d].append(t)
+            for r, d in interleaved(on, off, o.rounds):
+                s, mount = sess[d]
+                change_files(mount, 10, "round%d" % r, o.small)
+                t, res = d.timed("runtime", "publish_workspace_session", "sb",
+                                 workspace_session_id=s)
+                if res.get("status") != "published":
+                    raise RuntimeError("publish: %s" % res)
+                times[d].append(t)
             cpu = {d: d.cpu_seconds() - cpu0[d] for d in (on, off)}
             publish_bytes = telemetry_stored(on) - before
-            ratios = sorted(a / b for a, b in zip(times[on], times[off]))
-            med_on, p95_on = ms(times[on])
-            med_off, p95_off = ms(times[off])
-            report("telemetry.publish_10_files.on.median", med_on, "ms")
-            report("telemetry.publish_10_files.off.median", med_off, "ms")
-            report("telemetry.publish_10_files.on.p95", p95_on, "ms")
-            report("telemetry.publish_10_files.off.p95", p95_off, "ms")
-            report("telemetry.publish_10_files.on_over_off(median)", med_on / med_off, "x")
-            report("telemetry.publish_10_files.on_over_off(median of paired rounds)",
-                   ratios[len(ratios) // 2], "x")
+            report_on_off(report, "telemetry.publish_10_files", times[on], times[off])
             report("telemetry.eosd_cpu_per_publish.on", cpu[on] * 1e3 / o.rounds, "ms")
             report("telemetry.eosd_cpu_per_publish.off", cpu[off] * 1e3 / o.rounds, "ms")
             report("telemetry.bytes_per_1000_publishes", publish_bytes * 1000.0 / o.rounds, "B")
