@@ -128,6 +128,31 @@ child_probe(const char *name, long (*fn)(void), int want)
 	failures++;
 }
 
+/*
+ * The i386 ABI: the filter kills its callers (SIGSYS). A kernel whose i386 emulation is off
+ * (CONFIG_IA32_EMULATION=n, ia32_emulation=false, some VM kernels) raises SIGSEGV at the int
+ * 0x80 before any filter sees it: the call does not run either, but that answer is the
+ * kernel's, said as such so that a run without the filter (holder.sh) does not count it.
+ */
+static void
+probe_int80(void)
+{
+	int got = in_child(do_int80);
+
+	if (got == 128 + SIGSEGV) {
+		printf("kernel int 0x80 getpid: refused by the kernel itself, which has no i386 ABI "
+		       "(%s)\n",
+		       strsignal(SIGSEGV));
+		return;
+	}
+	if (got == 128 + SIGSYS) {
+		printf("ok int 0x80 getpid: %s\n", strsignal(SIGSYS));
+		return;
+	}
+	printf("not ok int 0x80 getpid: child ended with %d, want %d\n", got, 128 + SIGSYS);
+	failures++;
+}
+
 static void
 probe_mounts(void)
 {
@@ -245,7 +270,7 @@ main(int argc, char **argv)
 	child_probe("clone(CLONE_NEWUSER)", do_clone_newuser, EPERM);
 	child_probe("ptrace(PTRACE_TRACEME)", do_ptrace, EPERM);
 	child_probe("x32 getpid", do_x32, 128 + SIGSYS);
-	child_probe("int 0x80 getpid", do_int80, 128 + SIGSYS);
+	probe_int80();
 	probe_allowed();
 	printf("%d failure(s)\n", failures);
 	return failures ? 1 : 0;
