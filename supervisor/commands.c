@@ -527,6 +527,20 @@ ns_settled(void *ctx)
 	return n->state != NS_STARTING || (!n->h && !n->want_spawn);
 }
 
+void
+eosd_commands_ns_opts(struct eosd_commands *c, const char *sandbox, const char *session,
+		      struct eosd_ns_opts *ret)
+{
+	const struct ns *n;
+
+	pthread_mutex_lock(&c->lock);
+	if ((n = ns_find(c, sandbox, session)))
+		*ret = n->o;
+	else
+		opts_load(c, sandbox, session, ret);
+	pthread_mutex_unlock(&c->lock);
+}
+
 int
 eosd_commands_ns_start(struct eosd_commands *c, const char *sandbox, const char *session,
 		       const char *view_path, const struct eosd_ns_opts *o, bool wait,

@@ -60,6 +60,10 @@ void eosd_commands_free(struct eosd_commands *c);
 int eosd_commands_ns_start(struct eosd_commands *c, const char *sandbox, const char *session,
 			   const char *view_path, const struct eosd_ns_opts *o, bool wait,
 			   struct eos_error *err);
+/* The options of session's holder (its kept ones when it has none running; the defaults when
+ * none were kept) into *ret. */
+void eosd_commands_ns_opts(struct eosd_commands *c, const char *sandbox, const char *session,
+			   struct eosd_ns_opts *ret);
 /* End the session's holder and everything running in it, and forget its options. */
 void eosd_commands_ns_stop(struct eosd_commands *c, const char *sandbox, const char *session);
 /* -EBUSY naming the session's running commands, or 0. */

@@ -579,6 +579,7 @@ eosd_op_fork_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out
 {
 	char name[EOS_SESSION_NAME_MAX + 1];
 	struct eosd_session *s = NULL;
+	struct eosd_ns_opts o = { 0 };
 	int r = new_id(c, "new_workspace_session_id", name, sizeof(name), err);
 
 	r = r ?: eosd_session_get(d, c->sandbox_id, arg_str(c, "workspace_session_id"), &s, err);
@@ -586,8 +587,11 @@ eosd_op_fork_workspace_session(struct eosd *d, struct eosd_call *c, json_t **out
 		r = eos_error_set(err, -EIO, "session '%s' is not served: %s", s->name,
 				  s->error ? s->error : "no view");
 	r = r ?: eos_view_fork(s->view, name, err);
+	if (r == 0 && d->commands) /* the fork runs as its source does: isolation and network */
+		eosd_commands_ns_opts(d->commands, c->sandbox_id, s->name, &o);
+	o.implicit = false;
 	eosd_session_put(d, s);
-	r = r ?: serve_new(d, c->sandbox_id, name, NULL, out, err);
+	r = r ?: serve_new(d, c->sandbox_id, name, &o, out, err);
 	if (r == 0) {
 		eos_json_set(*out, "forked_from", json_string(arg_str(c, "workspace_session_id")));
 		created_events(d, *out, arg_str(c, "workspace_session_id"));

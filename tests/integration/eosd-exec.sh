@@ -547,6 +547,15 @@ isolation() {
 	ex in 'cat /proc/net/dev'
 	expect "/proc/net/dev in the isolated session lists only lo" \
 		'code == 200 and [l.split(":")[0].strip() for l in out.splitlines()[2:] if l.strip()] == ["lo"]'
+	call fork_workspace_session workspace_session_id=in new_workspace_session_id=inf
+	[[ $status == 200 ]] && fs_mounts+=("$(field 'd["mount_path"]')")
+	call inspect_workspace_session workspace_session_id=inf
+	expect "a fork of the isolated session is isolated too (inspect)" \
+		'code == 200 and d.get("network") == "isolated"'
+	ex inf 'cat /proc/net/dev'
+	expect "... and its commands see only lo too" \
+		'code == 200 and [l.split(":")[0].strip() for l in out.splitlines()[2:] if l.strip()] == ["lo"]'
+	call destroy_workspace_session workspace_session_id=inf
 	call destroy_workspace_session workspace_session_id=in
 	call destroy_workspace_session workspace_session_id=ib
 	call destroy_workspace_session workspace_session_id=ia
