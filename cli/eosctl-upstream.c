@@ -64,6 +64,7 @@ static const struct {
 } extension_args[] = {
 	{ "create_workspace_session", "isolation" },
 	{ "exec_command", "isolation" },
+	{ "file_read", "version" },
 };
 
 /* eosctl's global options on a front end's line (those not here are not offered: --json…). */
