@@ -331,7 +331,9 @@ job_new(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_op
 	j->start_mono = eos_mono_ns();
 	j->fn = eosd_ops_handler(op);
 	j->call = (struct eosd_call){ .op = op, .caller = &j->caller, .kind = -1, .body_fd = -1 };
-	if (eosd_auth_check(gw->d->auth, auth, op, NULL, &j->scope, &kind, &err) < 0) {
+	if ((eosd_gateway_console_request(req)
+		     ? eosd_gateway_console_auth(gw, req, op, &j->scope, &kind, &err)
+		     : eosd_auth_check(gw->d->auth, auth, op, NULL, &j->scope, &kind, &err)) < 0) {
 		eosd_gateway_send_error(req, kind, err.msg);
 		eosd_gateway_job_free(j);
 		return NULL;
@@ -425,6 +427,8 @@ eosd_gateway_request_cb(struct evhttp_request *req, void *arg)
 		eosd_gateway_send_text(req, 200, "{\"ok\":true}");
 		return;
 	}
+	if (eosd_gateway_console_route(gw, req, path))
+		return;
 	if (!(op = route(req, path)))
 		return;
 	if (cmd != EVHTTP_REQ_POST)
