@@ -352,6 +352,7 @@ eosctl_front_run(const struct eosctl_cmd *cmd)
 	case EOSCTL_ACTION_DAEMON_STOP:
 	case EOSCTL_ACTION_DAEMON_STATUS:
 	case EOSCTL_ACTION_TOP:
+	case EOSCTL_ACTION_CONSOLE:
 		break; /* eosctl's own commands: not on a front end's line */
 	}
 	return EOSCTL_EXIT_USAGE;
