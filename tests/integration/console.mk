@@ -6,3 +6,11 @@
 TESTS += tests/integration/console.sh
 EXTRA_DIST += tests/integration/console.sh tests/console/package.json \
 	tests/console/package-lock.json tests/console/console.test.mjs
+
+# Unit tests of supervisor/console: logins, the CSRF token, one-time codes, revocation, bounds.
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/test-eosd-console
+tests_unit_test_eosd_console_SOURCES = tests/unit/test-eosd-console.c
+tests_unit_test_eosd_console_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_eosd_console_LDADD = tests/unit/libeos-testutil.a $(EOSD_LIBS) $(CHECK_LIBS)
+endif

@@ -182,6 +182,25 @@ run_browser
 check "screenshots of the pages are kept in $shots" \
 	test "$(find "$shots" -name '*.png' | wc -l)" -ge 30
 
+# --- what the console added to the operations ------------------------------------------------
+
+# L000002 is ws-b's base (the squash kept it), the head L000003 has ws-a's line 3
+run eosctl file read a.txt --sandbox web --version L000002
+check "file_read reads a published version older than the head" \
+	test "$(json_get 'd["content"]' <<<"$out")" = $'one\nTWO by a command\nthree'
+run eosctl file read a.txt --sandbox web --version L000002 --session ws-b
+expect_rc_match 1 err "reads a published version" "... but not with a session"
+http --unix-socket "$socket" -H "Authorization: Bearer $mgmt" -d '{"sandbox_id":"web","args":{"format":"tar"}}' \
+	http://eosd/v1/management/export_changes
+check "export_changes of a tar without dest is refused, naming dest ($out)" \
+	grep -q "argument 'dest'" "$T/body"
+http --unix-socket "$socket" -H "Authorization: Bearer $mgmt" -H 'Accept: application/octet-stream' \
+	-d '{"sandbox_id":"web","args":{"format":"tar-zst"}}' http://eosd/v1/management/export_changes
+check "... and answered as the body with Accept: application/octet-stream ($out)" \
+	grep -qi '^content-disposition: attachment; filename="web-L[0-9]*-L[0-9]*.tar.zst"' "$T/h"
+check "... a tar.zst, its result in X-EOS-Result" \
+	sh -c "grep -qi '^x-eos-result: {\"sandbox_id\":\"web\"' '$T/h' && zstd -dc '$T/body' | tar t >/dev/null"
+
 run eosctl daemon stop
 expect_rc 0 "the test's eosd stops (its sessions unmounted)"
 if ((EUID == 0)) && id -u "$EOS_TEST_USER" >/dev/null 2>&1; then
