@@ -139,10 +139,10 @@ export function lineDiff(a, b) {
 			if (i < n && j < m && x[i] === y[j]) {
 				out.push([" ", x[i++]]);
 				j++;
-			} else if (j < m && (i === n || L[i][j + 1] >= L[i + 1][j])) {
-				out.push(["+", y[j++]]);
-			} else {
+			} else if (i < n && (j === m || L[i + 1][j] >= L[i][j + 1])) {
 				out.push(["-", x[i++]]);
+			} else {
+				out.push(["+", y[j++]]);
 			}
 		}
 	}
@@ -180,7 +180,7 @@ export async function renderDiff(main, params, life) {
 	const list = h("div", { id: "diff" }, h("p", { class: "muted" }, "Loading…"));
 	clear(main, h("p", {}, h("a", { href: `#/session/${enc(sandbox)}/${enc(ws)}` }, `← session ${ws}`)),
 		h("h1", {}, `Diff of ${ws} against its base ${s.base_version}`),
-		h("p", {}, `${s.delta.paths} changed paths, ${fmtBytes(s.delta.bytes)} held`,
+		h("p", {}, `${s.delta.paths} changed path${s.delta.paths === 1 ? "" : "s"}, ${fmtBytes(s.delta.bytes)} held`,
 			s.delta.changed.length < s.delta.paths ? ` (the first ${s.delta.changed.length} shown)` : ""),
 		list);
 	const views = [];
