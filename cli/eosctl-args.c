@@ -32,6 +32,10 @@ static const struct eosctl_local locals[] = {
 	  "a live view of the sessions and their commands, redrawn every --interval SECONDS "
 	  "(default 1) until q; --count N draws N frames and exits",
 	  EOSCTL_ACTION_TOP },
+	{ "console", "",
+	  "the web console's URL with a one-time login link (eosd is started listening on "
+	  "127.0.0.1 when none runs)",
+	  EOSCTL_ACTION_CONSOLE },
 };
 
 enum global {

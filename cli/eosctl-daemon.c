@@ -251,10 +251,12 @@ log_tail(int fd, off_t from, char *buf, size_t n)
 }
 
 static int
-spawn_and_wait(const char *eosd, const char *state, int log_fd, int *ret_status,
+spawn_and_wait(const char *eosd, const char *state, const char *listen, int log_fd, int *ret_status,
 	       struct eos_error *err)
 {
-	char *const argv[] = { (char *)eosd, (char *)"--state-dir", (char *)state, NULL };
+	char *const argv[] = { (char *)eosd,   (char *)"--state-dir",
+			       (char *)state,  (char *)(listen ? "--listen" : NULL),
+			       (char *)listen, NULL };
 	posix_spawn_file_actions_t fa;
 	pid_t pid;
 	int r;
@@ -292,9 +294,12 @@ wait_for_other(const char *state)
 	return false;
 }
 
-/* Start eosd for state and wait until it is ready (it forks; its parent exits once ready). */
+/*
+ * Start eosd for state (also listening on listen, or NULL) and wait until it is ready (it forks;
+ * its parent exits once ready).
+ */
 static int
-start_eosd(const char *state, struct eos_error *err)
+start_eosd(const char *state, const char *listen, struct eos_error *err)
 {
 	cleanup_free char *eosd = NULL, *log = NULL;
 	cleanup_close int fd = -1;
@@ -311,7 +316,7 @@ start_eosd(const char *state, struct eos_error *err)
 	fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0 || (from = lseek(fd, 0, SEEK_END)) < 0)
 		return eos_error_set(err, eos_neg_errno(), "'%s': %s", log, strerror(errno));
-	if ((r = spawn_and_wait(eosd, state, fd, &status, err)) < 0)
+	if ((r = spawn_and_wait(eosd, state, listen, fd, &status, err)) < 0)
 		return r;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
@@ -327,6 +332,12 @@ start_eosd(const char *state, struct eos_error *err)
 int
 eosctl_daemon_autostart(const char *state, struct eos_error *err)
 {
+	return eosctl_daemon_autostart_listen(state, NULL, err);
+}
+
+int
+eosctl_daemon_autostart_listen(const char *state, const char *listen, struct eos_error *err)
+{
 	const char *no = getenv("EOS_NO_AUTOSTART");
 
 	if (no && strcmp(no, "1") == 0)
@@ -337,7 +348,7 @@ eosctl_daemon_autostart(const char *state, struct eos_error *err)
 				     state, state);
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "eosctl: starting eosd for '%s'\n", state);
-	return start_eosd(state, err);
+	return start_eosd(state, listen, err);
 }
 
 /* --- daemon start|stop|status ----------------------------------------------------------------- */
@@ -388,7 +399,7 @@ eosctl_daemon_start(const struct eosctl_cmd *cmd)
 		return local_fail(cmd, "invalid", &err, r);
 	if (eosctl_daemon_info_read(state, &info, NULL) < 0 || !eosctl_daemon_answers(&info)) {
 		eosctl_daemon_info_release(&info);
-		if ((r = start_eosd(state, &err)) < 0 ||
+		if ((r = start_eosd(state, NULL, &err)) < 0 ||
 		    (r = eosctl_daemon_info_read(state, &info, &err)) < 0)
 			return local_fail(cmd, "unavailable", &err, r);
 		started = true;

@@ -64,6 +64,7 @@ static const struct {
 } extension_args[] = {
 	{ "create_workspace_session", "isolation" },
 	{ "exec_command", "isolation" },
+	{ "file_read", "version" },
 };
 
 /* eosctl's global options on a front end's line (those not here are not offered: --json…). */
@@ -351,6 +352,7 @@ eosctl_front_run(const struct eosctl_cmd *cmd)
 	case EOSCTL_ACTION_DAEMON_STOP:
 	case EOSCTL_ACTION_DAEMON_STATUS:
 	case EOSCTL_ACTION_TOP:
+	case EOSCTL_ACTION_CONSOLE:
 		break; /* eosctl's own commands: not on a front end's line */
 	}
 	return EOSCTL_EXIT_USAGE;

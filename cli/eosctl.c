@@ -52,6 +52,8 @@ dispatch(const struct eosctl_cmd *cmd)
 		return eosctl_daemon_status(cmd);
 	case EOSCTL_ACTION_TOP:
 		return eosctl_top_run(cmd);
+	case EOSCTL_ACTION_CONSOLE:
+		return eosctl_console_run(cmd);
 	}
 	return EOSCTL_EXIT_USAGE;
 }

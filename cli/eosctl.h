@@ -52,7 +52,8 @@ enum eosctl_action {
 	EOSCTL_ACTION_DAEMON_START,
 	EOSCTL_ACTION_DAEMON_STOP,
 	EOSCTL_ACTION_DAEMON_STATUS,
-	EOSCTL_ACTION_TOP, /* the live view of sessions (eosctl-top.c) */
+	EOSCTL_ACTION_TOP,     /* the live view of sessions (eosctl-top.c) */
+	EOSCTL_ACTION_CONSOLE, /* the web console's login link (eosctl-console.c) */
 };
 
 /* A command of eosctl's own (not in the catalog). */
@@ -235,6 +236,8 @@ int eosctl_daemon_token(const struct eosctl_cmd *cmd, const char *state, enum eo
  * until it is ready; -ECONNREFUSED saying how to start it when EOS_NO_AUTOSTART=1.
  */
 int eosctl_daemon_autostart(const char *state, struct eos_error *err);
+/* The same, eosd also listening on listen ("tcp:127.0.0.1:0"; NULL: nothing more). */
+int eosctl_daemon_autostart_listen(const char *state, const char *listen, struct eos_error *err);
 /* Whether an eosd answers GET /v1/health at the socket of info. */
 bool eosctl_daemon_answers(const struct eosctl_daemon_info *info);
 
@@ -338,6 +341,15 @@ const char *eosctl_front_global_name(const struct eosctl_front *fe, const char *
 /* Whether op, or argument a of op, is one eos has beyond the upstream set. */
 bool eosctl_front_op_is_extension(const struct eos_op *op);
 bool eosctl_front_arg_is_extension(const struct eos_op *op, const struct eos_arg *a);
+
+/* --- eosctl-console.c ------------------------------------------------------------------------- */
+
+/*
+ * eosctl console: the URL of eosd's web console with a one-time login link (POST /console/link
+ * with the management token, or --token-file's); eosd is started listening on loopback TCP
+ * when none runs. Exit 1 when the running eosd listens on no TCP port.
+ */
+int eosctl_console_run(const struct eosctl_cmd *cmd);
 
 /* --- eosctl-top.c ----------------------------------------------------------------------------- */
 

@@ -7,7 +7,7 @@ cli_libeosctl_a_SOURCES = cli/eosctl.h cli/eosctl-args.c cli/eosctl-input.c cli/
 	cli/eosctl-output.c cli/eosctl-daemon.c cli/eosctl-call.c \
 	cli/http.h cli/http-internal.h cli/http.c cli/http-reply.c cli/http-events.c \
 	cli/eosctl-progress.c cli/eosctl-obs.c cli/eosctl-top.c cli/eosctl-exec.c \
-	cli/eosctl-upstream.c
+	cli/eosctl-upstream.c cli/eosctl-console.c
 EOSCTL_LIBS = cli/libeosctl.a $(COMMON_LIBS)
 
 bin_PROGRAMS += cli/eosctl

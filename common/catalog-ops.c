@@ -173,6 +173,8 @@ static const struct eos_arg file_read_args[] = {
 	SESSION_ARG(false),
 	{ "offset", EOS_ARG_INT, false, "1", 1, INT32_MAX, NULL, 0, "the first line (1-based)" },
 	{ "limit", EOS_ARG_INT, false, "2000", 1, 1000000, NULL, 0, "lines at most" },
+	{ "version", EOS_ARG_VERSION, false, NULL, 0, 0, NULL, 0,
+	  "a published version to read, without a session (default: the head)" },
 };
 
 static const struct eos_arg file_write_args[] = {

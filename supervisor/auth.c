@@ -60,9 +60,8 @@ now_s(void)
 	return (int64_t)time(NULL);
 }
 
-/* 64 lowercase hex digits of 32 random bytes into out[65]. */
-static int
-random_hex(char *out, size_t bytes)
+int
+eosd_auth_random_hex(char *out, size_t bytes)
 {
 	unsigned char buf[32];
 	static const char hex[] = "0123456789abcdef";
@@ -95,7 +94,7 @@ token_make(const char *path, struct eos_error *err)
 	cleanup_close int fd = -1;
 	char text[EOSD_TOKEN_HEX_LEN + 2];
 
-	if (random_hex(text, EOSD_TOKEN_HEX_LEN / 2) < 0)
+	if (eosd_auth_random_hex(text, EOSD_TOKEN_HEX_LEN / 2) < 0)
 		return eos_error_set(err, -EIO, "token '%s': getrandom failed", path);
 	strcat(text, "\n");
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -366,6 +365,15 @@ identify(struct eosd_auth *a, const struct eos_digest *d, struct eosd_auth_scope
 	return 0;
 }
 
+int
+eosd_auth_digest(const char *token, struct eos_digest *ret, int *ret_kind, struct eos_error *err)
+{
+	if (!is_token_text(token, strlen(token)))
+		return refuse(ret_kind, EOS_ERRKIND_UNAUTHORIZED, err,
+			      "unknown token (not %d hex digits)", EOSD_TOKEN_HEX_LEN);
+	return eos_sha256(token, strlen(token), ret);
+}
+
 static int
 bearer_digest(const char *header, struct eos_digest *ret, int *ret_kind, struct eos_error *err)
 {
@@ -380,10 +388,7 @@ bearer_digest(const char *header, struct eos_digest *ret, int *ret_kind, struct 
 	tok = header + 7;
 	while (*tok == ' ')
 		tok++;
-	if (!is_token_text(tok, strlen(tok)))
-		return refuse(ret_kind, EOS_ERRKIND_UNAUTHORIZED, err,
-			      "unknown token (not %d hex digits)", EOSD_TOKEN_HEX_LEN);
-	return eos_sha256(tok, strlen(tok), ret);
+	return eosd_auth_digest(tok, ret, ret_kind, err);
 }
 
 /* ping and version answer any valid token. */
@@ -394,21 +399,42 @@ any_token_op(const struct eos_op *op)
 }
 
 int
+eosd_auth_identify(struct eosd_auth *a, const struct eos_digest *d, struct eosd_auth_scope *ret,
+		   int *ret_kind, struct eos_error *err)
+{
+	int r;
+
+	pthread_mutex_lock(&a->lock);
+	r = identify(a, d, ret, ret_kind, err);
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+int
 eosd_auth_check(struct eosd_auth *a, const char *header, const struct eos_op *op,
 		const char *sandbox_id, struct eosd_auth_scope *ret, int *ret_kind,
 		struct eos_error *err)
 {
-	struct eosd_auth_scope s;
 	struct eos_digest d;
 	int r = bearer_digest(header, &d, ret_kind, err);
 
 	if (r < 0)
 		return r;
-	pthread_mutex_lock(&a->lock);
-	r = identify(a, &d, &s, ret_kind, err);
-	pthread_mutex_unlock(&a->lock);
+	return eosd_auth_check_digest(a, &d, op, sandbox_id, false, ret, ret_kind, err);
+}
+
+int
+eosd_auth_check_digest(struct eosd_auth *a, const struct eos_digest *d, const struct eos_op *op,
+		       const char *sandbox_id, bool all_surfaces, struct eosd_auth_scope *ret,
+		       int *ret_kind, struct eos_error *err)
+{
+	struct eosd_auth_scope s;
+	int r = eosd_auth_identify(a, d, &s, ret_kind, err);
+
 	if (r < 0)
 		return r;
+	if (all_surfaces && s.surface == EOS_SURFACE_MANAGEMENT && !s.limited)
+		s.surface = op->surface;
 	if (s.surface != op->surface && !any_token_op(op))
 		return refuse(ret_kind, EOS_ERRKIND_FORBIDDEN, err, "a %s token cannot call '%s'",
 			      eos_surface_name(s.surface), op->name);
@@ -436,7 +462,8 @@ issued_new(enum eos_surface surface, const char *sandbox, int64_t ttl, struct is
 {
 	char idhex[17];
 
-	if (random_hex(token, EOSD_TOKEN_HEX_LEN / 2) < 0 || random_hex(idhex, 8) < 0)
+	if (eosd_auth_random_hex(token, EOSD_TOKEN_HEX_LEN / 2) < 0 ||
+	    eosd_auth_random_hex(idhex, 8) < 0)
 		return -EIO;
 	*t = (struct issued){ .surface = surface, .created_at = now_s() };
 	snprintf(t->id, sizeof(t->id), "tok-%s", idhex);

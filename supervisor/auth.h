@@ -19,6 +19,7 @@
 
 #include "common/catalog.h"
 #include "common/cleanup.h"
+#include "common/digest.h"
 #include "common/error.h"
 
 enum {
@@ -56,6 +57,25 @@ int eosd_auth_check(struct eosd_auth *a, const char *header, const struct eos_op
 		    struct eos_error *err);
 
 /*
+ * eosd_auth_check() of a token already hashed (the console keeps digests, never tokens). With
+ * all_surfaces, the management token (not limited to a sandbox) opens every surface: the
+ * console's rule (doc/console.md), since that token can mint a token of any surface anyway;
+ * *ret then names op's surface.
+ */
+int eosd_auth_check_digest(struct eosd_auth *a, const struct eos_digest *d, const struct eos_op *op,
+			   const char *sandbox_id, bool all_surfaces, struct eosd_auth_scope *ret,
+			   int *ret_kind, struct eos_error *err);
+/* The SHA-256 of token (64 hex digits), or -EACCES with *ret_kind EOS_ERRKIND_UNAUTHORIZED. */
+int eosd_auth_digest(const char *token, struct eos_digest *ret, int *ret_kind,
+		     struct eos_error *err);
+/*
+ * What the token whose digest is d reaches: 0 with *ret, or -EACCES with *ret_kind
+ * EOS_ERRKIND_UNAUTHORIZED (unknown, revoked, expired) and a message saying which.
+ */
+int eosd_auth_identify(struct eosd_auth *a, const struct eos_digest *d, struct eosd_auth_scope *ret,
+		       int *ret_kind, struct eos_error *err);
+
+/*
  * Mint a token of surface (runtime or observability) limited to sandbox, expiring after
  * ttl_seconds (0: never). *out: {"token", "token_id", "surface", "sandbox_id", "expires_at"
  * (seconds since the epoch, or null)}; the token itself is never stored.
@@ -66,5 +86,7 @@ int eosd_auth_issue(struct eosd_auth *a, enum eos_surface surface, const char *s
 int eosd_auth_revoke(struct eosd_auth *a, const char *token_id, json_t **out,
 		     struct eos_error *err);
 
+/* 2 * bytes lowercase hex digits of getrandom() bytes (at most 32) and a NUL into out; -EIO. */
+int eosd_auth_random_hex(char *out, size_t bytes);
 /* Compare n bytes in time that depends only on n. */
 bool eosd_auth_equal(const void *a, const void *b, size_t n);

@@ -78,6 +78,18 @@ struct eosd_call {
 	int kind;
 	json_t *details;
 	/*
+	 * in: the client asked for the result's content itself as the reply's body (Accept:
+	 * application/octet-stream; set by the gateway, false elsewhere). A handler that has such
+	 * content (export_changes) may then set body_fd, a descriptor the gateway reads from
+	 * offset 0 and closes (a memfd: writing it out never waits for a disk), with body_type (its
+	 * Content-Type) and body_name (the attachment's file name); out then travels in the
+	 * reply's header X-EOS-Result. Left at -1: a plain JSON reply.
+	 */
+	bool body_wanted;
+	int body_fd;
+	char body_type[64];
+	char body_name[160];
+	/*
 	 * Set by the gateway: a handler that would wait (a command's yield) may instead arrange
 	 * for someone to call finish(call, r, out, err) later — exactly once, from any thread,
 	 * out stolen — and return EOSD_DEFERRED, freeing its worker. NULL where nobody would

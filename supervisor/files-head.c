@@ -20,12 +20,15 @@
 #include "supervisor/ops.h"
 #include "supervisor/session-internal.h"
 
-/* path at the head must be a regular file (symlinks are not followed at the head). */
+/*
+ * path at version (0: the head) must be a regular file (symlinks are not followed at the
+ * head).
+ */
 static int
-stat_file(struct eosd *d, const char *sandbox, const char *path, struct eos_stat *st,
-	  struct eos_error *err)
+stat_file(struct eosd *d, const char *sandbox, uint64_t version, const char *path,
+	  struct eos_stat *st, struct eos_error *err)
 {
-	int r = eos_store_stat(d->store, sandbox, 0, path, st, err);
+	int r = eos_store_stat(d->store, sandbox, version, path, st, err);
 
 	if (r == 0 && st->kind != EOS_KIND_FILE)
 		r = eos_error_set(err, st->kind == EOS_KIND_DIR ? -EISDIR : -EINVAL,
@@ -44,8 +47,13 @@ eosd_head_read(struct eosd *d, struct eosd_call *c, const char *path, json_t **o
 	struct eos_stat st;
 	uint64_t off = 0;
 	ssize_t n = 1;
-	int r = block ? stat_file(d, c->sandbox_id, path, &st, err) : -ENOMEM;
+	const char *ver = json_string_value(json_object_get(c->args, "version"));
+	uint64_t version = 0;
+	int r = block ? 0 : -ENOMEM;
 
+	if (r == 0 && ver && eos_layer_id_parse(ver, &version) < 0)
+		r = eos_error_set(err, -EINVAL, "argument 'version': '%s' is not a layer id", ver);
+	r = r ?: stat_file(d, c->sandbox_id, version, path, &st, err);
 	r = r ?: eos_store_file_open_content(d->store, &st.content, &f, err);
 	if (r < 0)
 		return r == -ENOMEM ? eos_error_set(err, r, "out of memory") : r;
@@ -101,7 +109,7 @@ eosd_head_load(struct eosd *d, const char *sandbox, const char *path, struct eos
 	ssize_t n;
 	int r = eos_store_sandbox_get(d->store, sandbox, &sb, err);
 
-	r = r ?: stat_file(d, sandbox, path, &st, err);
+	r = r ?: stat_file(d, sandbox, 0, path, &st, err);
 	if (r == 0 && st.size > EOSD_EDIT_MAX)
 		r = eos_error_set(err, -EFBIG,
 				  "path '%s': %llu bytes, above the %d MiB file_edit takes", path,

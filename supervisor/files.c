@@ -244,6 +244,10 @@ eosd_op_file_read(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_
 	const char *path = arg_str(c, "path");
 	int r = eosd_path_check(path, err);
 
+	if (r == 0 && arg_str(c, "workspace_session_id") && arg_str(c, "version"))
+		r = eos_error_set(err, -EINVAL,
+				  "argument 'version': reads a published version, not a session "
+				  "(leave out workspace_session_id)");
 	if (r < 0)
 		return r;
 	return arg_str(c, "workspace_session_id") ? session_read(d, c, path, out, err)

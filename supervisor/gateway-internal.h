@@ -21,6 +21,7 @@
 
 struct bufferevent;
 struct evbuffer;
+struct eosd_console;
 
 /* The events of a streamed request (supervisor/stream.h), inside its job. */
 struct eosd_stream {
@@ -73,6 +74,7 @@ struct eosd_conn {
 
 struct eosd_gateway {
 	struct eosd *d;
+	struct eosd_console *console; /* the web console's logins (supervisor/console.h) */
 	struct event_base *base;
 	struct evhttp *http;
 	struct eosd_pool *pool;
@@ -99,6 +101,20 @@ void eosd_gateway_conn_read(struct eosd_gateway *gw, struct bufferevent *bev);
 
 /* gateway-request.c */
 void eosd_gateway_request_cb(struct evhttp_request *req, void *arg);
+
+/* gateway-console.c: the web console (doc/console.md), on the loop */
+/* Answer req when path is the console's (/, /console/...): true; false for any other path. */
+bool eosd_gateway_console_route(struct eosd_gateway *gw, struct evhttp_request *req,
+				const char *path);
+/* Whether req authenticates with the console's cookie (and no Authorization header). */
+bool eosd_gateway_console_request(struct evhttp_request *req);
+/*
+ * A console's request to run op: the listener and Host, the Origin, then the session and its
+ * CSRF token (eosd_console_check()). 0 with *ret, or a negative errno with *ret_kind and err.
+ */
+int eosd_gateway_console_auth(struct eosd_gateway *gw, struct evhttp_request *req,
+			      const struct eos_op *op, struct eosd_auth_scope *ret, int *ret_kind,
+			      struct eos_error *err);
 
 /* gateway-reply.c: plain replies (loop thread) */
 void eosd_gateway_send_text(struct evhttp_request *req, int status, const char *text);

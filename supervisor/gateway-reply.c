@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/errkind.h"
@@ -94,6 +96,8 @@ eosd_gateway_send_errorf(struct evhttp_request *req, int kind, const char *fmt, 
 void
 eosd_gateway_job_free(struct eosd_job *j)
 {
+	if (j->call.body_fd >= 0)
+		close(j->call.body_fd);
 	if (j->in)
 		evbuffer_free(j->in);
 	json_decref(j->body);
@@ -329,6 +333,38 @@ stream_end(struct eosd_job *j)
 
 /* --- on the loop: delivering ------------------------------------------------------------------ */
 
+/*
+ * A reply whose body is the content the handler gave (eosd_call.body_fd; its JSON result in
+ * X-EOS-Result). evbuffer_add_file() takes the descriptor: libevent sends it as the socket
+ * drains (a memfd: no read waits for a disk).
+ */
+static void
+send_body(struct eosd_job *j)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(j->req);
+	struct evbuffer *buf = evbuffer_new();
+	char disposition[256];
+	struct stat sb;
+
+	snprintf(disposition, sizeof(disposition), "attachment; filename=\"%s\"",
+		 j->call.body_name);
+	evhttp_add_header(h, "Content-Type", j->call.body_type);
+	evhttp_add_header(h, "Content-Disposition", disposition);
+	evhttp_add_header(h, "Cache-Control", "no-store");
+	evhttp_add_header(h, "X-EOS-Result", j->reply);
+	if (!buf || fstat(j->call.body_fd, &sb) < 0 ||
+	    evbuffer_add_file(buf, j->call.body_fd, 0, sb.st_size) < 0) {
+		if (buf)
+			evbuffer_free(buf);
+		evhttp_clear_headers(h);
+		eosd_gateway_send_error(j->req, EOS_ERRKIND_IO, "eosd: cannot send the content");
+		return;
+	}
+	j->call.body_fd = -1; /* the evbuffer's now */
+	evhttp_send_reply(j->req, 200, NULL, buf);
+	evbuffer_free(buf);
+}
+
 /* The handler returned: reply, and settle now when the client is already gone. */
 static void
 job_reply(struct eosd_gateway *gw, struct eosd_job *j)
@@ -339,6 +375,8 @@ job_reply(struct eosd_gateway *gw, struct eosd_job *j)
 		evhttp_connection_set_closecb(c, reply_lost_cb, gw);
 	if (j->started)
 		stream_end(j);
+	else if (j->reply && j->status == 200 && j->call.body_fd >= 0)
+		send_body(j);
 	else
 		eosd_gateway_send_text(j->req, j->reply ? j->status : 503,
 				       j->reply ? j->reply : oom_text);

@@ -330,8 +330,10 @@ job_new(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_op
 	j->start_wall = eos_wall_ns();
 	j->start_mono = eos_mono_ns();
 	j->fn = eosd_ops_handler(op);
-	j->call = (struct eosd_call){ .op = op, .caller = &j->caller, .kind = -1 };
-	if (eosd_auth_check(gw->d->auth, auth, op, NULL, &j->scope, &kind, &err) < 0) {
+	j->call = (struct eosd_call){ .op = op, .caller = &j->caller, .kind = -1, .body_fd = -1 };
+	if ((eosd_gateway_console_request(req)
+		     ? eosd_gateway_console_auth(gw, req, op, &j->scope, &kind, &err)
+		     : eosd_auth_check(gw->d->auth, auth, op, NULL, &j->scope, &kind, &err)) < 0) {
 		eosd_gateway_send_error(req, kind, err.msg);
 		eosd_gateway_job_free(j);
 		return NULL;
@@ -344,13 +346,14 @@ job_new(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_op
 	return j;
 }
 
-/* Whether the client asked for server-sent events (supervisor/stream.h). */
+/* Whether the client's Accept names type: "text/event-stream" (supervisor/stream.h) or
+ * "application/octet-stream" (eosd_call.body_wanted). */
 static bool
-wants_events(struct evhttp_request *req)
+accepts(struct evhttp_request *req, const char *type)
 {
 	const char *a = evhttp_find_header(evhttp_request_get_input_headers(req), "Accept");
 
-	return a && strcasestr(a, "text/event-stream");
+	return a && strcasestr(a, type);
 }
 
 /*
@@ -383,7 +386,8 @@ dispatch(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_o
 		eosd_gateway_job_free(j);
 		return;
 	}
-	j->wants_stream = op->long_running && wants_events(req);
+	j->wants_stream = op->long_running && accepts(req, "text/event-stream");
+	j->call.body_wanted = !j->wants_stream && accepts(req, "application/octet-stream");
 	r = eosd_pool_submit(gw->pool, job_run, j);
 	if (r < 0) {
 		refuse_queue(req, r);
@@ -423,6 +427,8 @@ eosd_gateway_request_cb(struct evhttp_request *req, void *arg)
 		eosd_gateway_send_text(req, 200, "{\"ok\":true}");
 		return;
 	}
+	if (eosd_gateway_console_route(gw, req, path))
+		return;
 	if (!(op = route(req, path)))
 		return;
 	if (cmd != EVHTTP_REQ_POST)

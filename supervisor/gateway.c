@@ -20,6 +20,7 @@
 #include "common/log.h"
 
 #include "supervisor/cgroup.h"
+#include "supervisor/console.h"
 #include "supervisor/gateway-internal.h"
 #include "supervisor/obs.h"
 
@@ -491,6 +492,8 @@ eosd_gateway_new(struct eosd *d, const struct eosd_gateway_options *opts, struct
 	gw->d = d;
 	pthread_mutex_init(&gw->done_lock, NULL);
 	r = loop_new(gw, err);
+	if (r >= 0 && eosd_console_new(d->auth, &gw->console) < 0)
+		r = -ENOMEM;
 	if (r >= 0)
 		r = pool_new(gw, err);
 	if (r >= 0)
@@ -556,6 +559,7 @@ eosd_gateway_free(struct eosd_gateway *gw)
 	event_freep(&gw->sweep_ev);
 	if (gw->base)
 		event_base_free(gw->base);
+	eosd_console_free(gw->console);
 	if (gw->unix_path)
 		(void)unlink(gw->unix_path);
 	free(gw->unix_path);

@@ -9,7 +9,8 @@ supervisor_libeosd_a_SOURCES = supervisor/daemon.h \
 	supervisor/gateway-request.c supervisor/gateway-reply.c supervisor/stream.h \
 	supervisor/ops.h supervisor/ops.c supervisor/sandbox-ops.c \
 	supervisor/runfiles.h supervisor/runfiles.c \
-	supervisor/gateway-kept.c \
+	supervisor/gateway-kept.c supervisor/gateway-console.c \
+	supervisor/console.h supervisor/console.c \
 	supervisor/obs.h supervisor/obs-internal.h supervisor/obs.c supervisor/obs-follow.c \
 	supervisor/obs-ops.c supervisor/obs-snapshot.c supervisor/obs-layers.c supervisor/obs-record.c \
 	supervisor/cgroup.h supervisor/cgroup-internal.h supervisor/cgroup.c \
@@ -18,6 +19,7 @@ supervisor_libeosd_a_SOURCES = supervisor/daemon.h \
 	supervisor/commands-run.c supervisor/commands-store.c supervisor/commands-ops.c
 EOSD_LIBS = supervisor/libeosd.a $(FS_LIBS) $(EVENT_LIBS) $(SECCOMP_LIBS)
 include supervisor/session.mk
+include supervisor/console.mk
 include supervisor/holder/holder.mk
 
 bin_PROGRAMS += supervisor/eosd

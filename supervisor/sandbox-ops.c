@@ -22,6 +22,7 @@
 
 enum {
 	INLINE_PATCH_MAX = 64 << 20, /* a bigger patch needs dest */
+	EXPORT_BODY_MAX = 256 << 20, /* an export sent as the reply's body (built in memory) */
 	SESSION_NAMES_MAX = 10,	     /* named in a refusal */
 };
 
@@ -362,11 +363,42 @@ export_options(const struct eosd_call *c, struct eos_export_options *o, struct e
 	if (r < 0)
 		return r;
 	o->dest = arg_string(c, "dest");
-	if (!o->dest && o->format != EOS_EXPORT_PATCH)
+	if (!o->dest &&
+	    (o->format == EOS_EXPORT_DIR || (o->format != EOS_EXPORT_PATCH && !c->body_wanted)))
 		return eos_error_set(err, -EINVAL,
 				     "export_changes: argument 'dest': required for format '%s' "
-				     "(only a patch comes back inline)",
+				     "(only a patch comes back inline; a tar as the reply's body "
+				     "with Accept: application/octet-stream)",
 				     format);
+	return 0;
+}
+
+/*
+ * The export in fd as the reply's body (eosd_call.body_fd, doc/eosd.md "Downloads"): its type
+ * and a file name of the sandbox and the versions. fd is taken.
+ */
+static int
+export_body(struct eosd_call *c, const struct eos_export_options *o,
+	    const struct eos_export_result *res, int fd, struct eos_error *err)
+{
+	static const char *const types[][2] = {
+		[EOS_EXPORT_TAR] = { "application/x-tar", "tar" },
+		[EOS_EXPORT_TAR_ZST] = { "application/zstd", "tar.zst" },
+		[EOS_EXPORT_PATCH] = { "text/x-diff; charset=utf-8", "patch" },
+	};
+	struct stat sb;
+
+	if (fstat(fd, &sb) < 0 || sb.st_size > EXPORT_BODY_MAX) {
+		close(fd);
+		return eos_error_set(err, -EFBIG,
+				     "export_changes: the export is %lld bytes, more than %d to "
+				     "send as a body: pass dest",
+				     (long long)sb.st_size, EXPORT_BODY_MAX);
+	}
+	c->body_fd = fd;
+	snprintf(c->body_type, sizeof(c->body_type), "%s", types[o->format][0]);
+	snprintf(c->body_name, sizeof(c->body_name), "%s-L%06" PRIu64 "-L%06" PRIu64 ".%s",
+		 o->sandbox, res->from, res->to, types[o->format][1]);
 	return 0;
 }
 
@@ -438,7 +470,7 @@ eosd_op_export_changes(struct eosd *d, struct eosd_call *c, json_t **out, struct
 	if (r < 0)
 		return r;
 	if (!o.dest) {
-		fd = memfd_create("eosd-patch", MFD_CLOEXEC);
+		fd = memfd_create("eosd-export", MFD_CLOEXEC);
 		if (fd < 0)
 			return eos_error_set(err, eos_neg_errno(), "export_changes: memfd: %m");
 		o.fd = fd;
@@ -453,7 +485,9 @@ eosd_op_export_changes(struct eosd *d, struct eosd_call *c, json_t **out, struct
 	eosd_span_begin(d->obs, &sp, "layerstack.export", c->sandbox_id);
 	eosd_span_attr_str(&sp, "format", arg_string(c, "format"));
 	r = eos_store_export(d->store, &o, &res, err);
-	if (r >= 0 && fd >= 0)
+	if (r >= 0 && fd >= 0 && c->body_wanted)
+		r = export_body(c, &o, &res, TAKE_FD(fd), err);
+	else if (r >= 0 && fd >= 0)
 		r = read_patch(fd, &patch, err);
 	if (r >= 0) {
 		eosd_span_attr(&sp, "from", eosd_json_version(res.from));

@@ -111,5 +111,6 @@ include tests/integration/eosd.mk
 include tests/integration/eosd-sessions.mk
 include tests/integration/eosctl.mk
 include tests/integration/mcp.mk
+include tests/integration/console.mk
 include tests/unit/corrupt.mk
 include tests/integration/holder.mk
