@@ -366,11 +366,15 @@ collect_change(void *ctx, const struct eos_delta_entry *e)
 		return 0;
 	if (e->change == EOS_DELTA_PUT && S_ISREG(e->mode) && e->data_path)
 		dl->bytes += e->size;
-	v = reallocarray(dl->paths, dl->n + 1, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	dl->paths = v;
-	if (!(v[dl->n] = strdup(e->path)))
+	if (dl->n == dl->cap) {
+		size_t cap = dl->cap ? 2 * dl->cap : 16;
+
+		if (!(v = reallocarray(dl->paths, cap, sizeof(*v))))
+			return -ENOMEM;
+		dl->paths = v;
+		dl->cap = cap;
+	}
+	if (!(dl->paths[dl->n] = strdup(e->path)))
 		return -ENOMEM;
 	dl->n++;
 	return 0;

@@ -35,7 +35,7 @@ int eosd_sessions_describe(struct eosd *d, const char *sandbox, json_t **ret,
 struct eosd_session_delta {
 	uint64_t base;
 	char **paths; /* owned */
-	size_t n;
+	size_t n, cap;
 	uint64_t bytes;
 };
 /* -ENOENT naming it when eosd serves no such session; -EIO when it is not served. */
