@@ -33,9 +33,9 @@ export async function recentCommands(sandbox, ws, life) {
 	return [...byId.values()].reverse();
 }
 
-export function commandsTable(sandbox, cmds) {
+export function commandsTable(sandbox, cmds, empty = "No command yet.") {
 	if (!cmds.length)
-		return h("p", { class: "muted" }, "No command yet.");
+		return h("p", { class: "muted" }, empty);
 	const cols = ["Command", "Session", "Command line", "Status", "Exit", "Started"].map((label) => ({ label }));
 	return table(cols, cmds.map((c) => [
 		h("a", { href: `#/command/${enc(sandbox)}/${enc(c.id)}` }, c.id),

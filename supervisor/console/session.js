@@ -126,7 +126,7 @@ export async function render(main, params, life) {
 			h("a", { href: `#/diff/${enc(sandbox)}/${enc(ws)}`, id: "tab-diff" }, "Diff against its base"),
 			api.can("observability") ? h("a", { href: `#/resources/${enc(sandbox)}?ws=${enc(ws)}` }, "Resources") : null),
 		h("h2", {}, "Run a command"), h("div", { class: "panel" }, newCommandForm(sandbox, ws)),
-		h("h2", {}, "Running"), commandsTable(sandbox, running),
+		h("h2", {}, "Running"), commandsTable(sandbox, running, "No command is running."),
 		api.can("observability") ? [h("h2", {}, "Recent"), recent] : null);
 	if (api.can("observability")) {
 		const cmds = await recentCommands(sandbox, ws, life).catch((e) => e);
