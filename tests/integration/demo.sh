@@ -41,19 +41,9 @@ run_demo() {
 	trap eosd_cleanup EXIT
 }
 
-# The JSON document on stdin, through python expression $1 (d; sys.argv[2:] are the rest).
-jq_() {
-	local expr=$1
-	shift
-	python3 -c 'import json, re, sys
-d = json.load(sys.stdin)
-v = eval(sys.argv[1])
-print(v if isinstance(v, str) else json.dumps(v))' "$expr" "$@"
-}
-
 # The id of the last command session $1 started whose command line matches regex $2.
 command_id() {
-	eosctl events --sandbox demo --name command.started --last-n 1000 | jq_ '([e["attributes"]
+	eosctl events --sandbox demo --name command.started --last-n 1000 | json_get '([e["attributes"]
 ["command_session_id"] for e in d["events"] if e["workspace_session_id"] == sys.argv[2] and
 re.search(sys.argv[3], e["attributes"]["cmd"])] or [""])[-1]' "$1" "$2"
 }
@@ -62,8 +52,8 @@ re.search(sys.argv[3], e["attributes"]["cmd"])] or [""])[-1]' "$1" "$2"
 owner_of_line() {
 	local n
 	n=$(eosctl file read src/stats.c --sandbox demo --limit 1000 |
-		jq_ 'next((i + 1 for i, l in enumerate(d["content"].split("\n")) if l == sys.argv[2]), 0)' "$1")
-	eosctl file blame src/stats.c --sandbox demo | jq_ 'next((r["owner"] for r in d["ranges"]
+		json_get 'next((i + 1 for i, l in enumerate(d["content"].split("\n")) if l == sys.argv[2]), 0)' "$1")
+	eosctl file blame src/stats.c --sandbox demo | json_get 'next((r["owner"] for r in d["ranges"]
 if r["start_line"] <= int(sys.argv[2]) < r["start_line"] + r["line_count"]), "")' "$n"
 }
 
@@ -74,12 +64,12 @@ test_head() {
 	done
 	run eosctl sandbox inspect demo
 	check "the head is L000005 (the import, three agents, agent-4's retry)" \
-		test "$(jq_ 'd["head"]' <<<"$out")" = L000005
+		test "$(json_get 'd["head"]' <<<"$out")" = L000005
 	check "the layers are the import's and each agent's, agent-4's last" test \
-		"$(jq_ '(" ".join(sorted(l["owner"] for l in d["layer_list"][:-1])) + " " +
+		"$(json_get '(" ".join(sorted(l["owner"] for l in d["layer_list"][:-1])) + " " +
 d["layer_list"][-1]["owner"])' <<<"$out")" \
 		= "$owners"
-	stats=$(eosctl file read src/stats.c --sandbox demo --limit 1000 | jq_ 'd["content"]')
+	stats=$(eosctl file read src/stats.c --sandbox demo --limit 1000 | json_get 'd["content"]')
 	check "src/stats.c at the head has agent-1's fix" grep -qx $'\tint best = v\\[0\\];' <<<"$stats"
 	check "... agent-3's min_of" grep -qx 'int min_of(const int \*v, size_t n)' <<<"$stats"
 	check "... and agent-4's guard" grep -qx $'\t\treturn INT_MIN;' <<<"$stats"
@@ -107,13 +97,13 @@ test_blame() {
 		test "$(owner_of_line 'long sum_of(const int *v, size_t n)')" = original
 	run eosctl file blame tests/test_mean.c --sandbox demo
 	check "blame: agent-2's test is its command's ($mean)" \
-		test "$(jq_ '" ".join(r["owner"] for r in d["ranges"])' <<<"$out")" = "operation:$mean"
+		test "$(json_get '" ".join(r["owner"] for r in d["ranges"])' <<<"$out")" = "operation:$mean"
 }
 
 # The events of sandbox demo named $1 of the agents' sessions (not the implicit ones of
 # `exec` without a session), as "session attribute..." lines ($2: the attributes).
 events_of() {
-	eosctl events --sandbox demo --name "$1" --last-n 1000 | jq_ '"\n".join(
+	eosctl events --sandbox demo --name "$1" --last-n 1000 | json_get '"\n".join(
 e["workspace_session_id"] + "".join(" " + str(e["attributes"][a]) for a in sys.argv[2].split())
 for e in d["events"] if e["workspace_session_id"].startswith("agent-"))' "$2"
 }
@@ -129,7 +119,7 @@ test_events() {
 		"$(grep -Ec '^agent-[13] published 1$' <<<"$published")" = 1
 	check "agent-4's first publish was rejected with one conflict" test "$rejected" = "agent-4 1"
 	check "the rejection came before agent-4's published retry" test \
-		"$(eosctl events --sandbox demo --name workspace_session. --last-n 1000 | jq_ '[e["name"]
+		"$(eosctl events --sandbox demo --name workspace_session. --last-n 1000 | json_get '[e["name"]
 for e in d["events"] if e["workspace_session_id"] == "agent-4" and "publish" in e["name"]]')" \
 		= '["workspace_session.publish_rejected", "workspace_session.published"]'
 }
