@@ -9,6 +9,6 @@ tests_integration_fs_conformance_LDADD =
 TESTS += tests/integration/fs-conformance.sh
 EXTRA_DIST += tests/integration/fs-conformance.sh
 # Owners at the mount: a root mount seen by other users, an unprivileged user's session of
-# root's files, scripts/demo as that user.
+# root's files.
 TESTS += tests/integration/fs-owners.sh
 EXTRA_DIST += tests/integration/fs-owners.sh

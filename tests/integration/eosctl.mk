@@ -28,3 +28,8 @@ EXTRA_DIST += tests/integration/eosctl-exec.sh
 TESTS += tests/integration/upstream-cli.sh
 EXTRA_DIST += tests/integration/upstream-cli.sh tests/integration/upstream_shape.py \
 	tests/fixtures/upstream-cli
+# scripts/demo, the README's first command: it runs through, and its kept state is read again
+# through eosd (the head, blame, the events of the rejection and the retry); as root and as the
+# unprivileged user.
+TESTS += tests/integration/demo.sh
+EXTRA_DIST += tests/integration/demo.sh

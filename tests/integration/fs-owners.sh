@@ -8,8 +8,7 @@
 # 0600 file, a set-user-ID file) imported into a store of its own shows every file as the
 # user's and writable as in a checkout of its own, writes clear the set-user-ID bit, new files
 # are recorded with the sandbox's owner, the publish keeps the recorded owners, --owners
-# identity shows them as recorded; and scripts/demo runs through with the built binaries over
-# root's /usr/include/asm-generic.
+# identity shows them as recorded.
 
 # Many helpers below only run through `check`, which shellcheck cannot follow.
 # shellcheck disable=SC2317
@@ -18,8 +17,6 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=fs-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fs-lib.sh"
-
-DEMO_SRC=/usr/include/asm-generic
 
 as_user() {
 	if ((EUID == 0)); then
@@ -224,20 +221,6 @@ test_user_identity() {
 	check "unmount the identity mount" fs_umount "$m"
 }
 
-# --- the demo ----------------------------------------------------------------------------------
-
-test_demo() {
-	[[ -d $DEMO_SRC ]] || bail_out "'$DEMO_SRC' is missing (install linux-libc-dev)"
-	run as_user env EOS_DEMO_BUILD=0 EOS_BUILD_DIR="$top_builddir" EOS_DEMO_SRC="$DEMO_SRC" \
-		TMPDIR=/tmp timeout -k 10 300 bash "$top_srcdir/scripts/demo"
-	if [[ $rc == 0 && $out == *"edited by alice"* && $out == *"Store statistics"* ]]; then
-		ok "scripts/demo runs through as uid $(as_user id -u) over root's $DEMO_SRC"
-	else
-		not_ok "scripts/demo runs through as uid $(as_user id -u) over root's $DEMO_SRC"
-		diag "$(printf '%s\n' "$out" | tail -n 15)" "$err"
-	fi
-}
-
 cleanup() {
 	local m
 	for m in "${fs_mounts[@]}"; do
@@ -259,7 +242,6 @@ main() {
 		ok "a root mount seen by another user # SKIP needs root (make check as root runs it)"
 	fi
 	test_user_tar
-	test_demo
 	tap_done
 }
 

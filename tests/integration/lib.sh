@@ -160,12 +160,13 @@ json_valid() {
 	python3 -c 'import json, sys; json.load(sys.stdin)'
 }
 
-# Print a value from the JSON document on stdin: json_get 'd["files"]' (d is the document).
+# Print a value from the JSON document on stdin: json_get 'd["files"]' (d is the document; more
+# words are sys.argv[2:], and re is imported).
 json_get() {
-	python3 -c 'import json, sys
+	python3 -c 'import json, re, sys
 d = json.load(sys.stdin)
 v = eval(sys.argv[1])
-print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)' "$1"
+print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)' "$@"
 }
 
 # The `ls --json` document on stdin lists sandbox $1.
