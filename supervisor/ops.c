@@ -51,11 +51,20 @@ op_revoke_token(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_er
 	return eosd_auth_revoke(d->auth, id ? id : "", out, err);
 }
 
+/* ping: eosd answers, and says what the caller's token reaches (eos-mcp asks it so). */
 static int
 op_ping(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
 {
-	(void)d, (void)c, (void)err;
-	*out = json_pack("{s:b}", "ok", 1);
+	const struct eosd_caller *who = c->caller;
+
+	(void)d, (void)err;
+	if (!who) {
+		*out = json_pack("{s:b}", "ok", 1);
+		return *out ? 0 : -ENOMEM;
+	}
+	*out = json_pack("{s:b,s:{s:s,s:s?,s:s?}}", "ok", 1, "token", "surface",
+			 eos_surface_name(who->surface), "sandbox_id", who->sandbox, "token_id",
+			 who->token_id);
 	return *out ? 0 : -ENOMEM;
 }
 
