@@ -22,9 +22,13 @@
 struct bufferevent;
 struct evbuffer;
 
-/* The events of a streamed request (supervisor/stream.h), inside its job. */
+/*
+ * The events of a streamed request (supervisor/stream.h): inside its job, or made by
+ * eosd_stream_new_sink() for a function of the caller's (job NULL).
+ */
 struct eosd_stream {
 	struct eosd_job *job;
+	struct eosd_stream_sink sink;
 	int64_t next_progress_ns; /* the handler's thread only */
 };
 
@@ -115,6 +119,13 @@ void eosd_gateway_job_free(struct eosd_job *j);
 /* gateway-reply.c: on the worker */
 /* The handler is about to run: open j's stream if its client asked for one. */
 void eosd_gateway_job_open(struct eosd_job *j);
+/* Begin j's reply as a stream of events now (any thread). */
+void eosd_gateway_job_stream(struct eosd_job *j);
+/*
+ * Queue the event name with text (JSON) for j's stream (any thread): 0, -ENOBUFS when more than
+ * EOSD_STREAM_QUEUE_MAX bytes of it wait for the loop (the event is dropped), -ENOMEM.
+ */
+int eosd_gateway_job_event(struct eosd_job *j, const char *name, const char *text);
 /* The worker is done with j (status and reply set): hand it to the loop. */
 void eosd_gateway_job_finish(struct eosd_job *j);
 /* gateway-reply.c: on the loop */

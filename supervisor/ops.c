@@ -5,6 +5,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/cleanup.h"
+#include "common/errkind.h"
+#include "common/json.h"
+
 #include "supervisor/auth.h"
 #include "supervisor/obs.h"
 #include "supervisor/session.h"
@@ -112,6 +116,23 @@ static const struct {
 	{ "cgroup", eosd_op_cgroup },
 	{ "layerstack", eosd_op_layerstack },
 };
+
+json_t *
+eosd_error_envelope(int kind, const char *message, json_t *details, const char *trace_id)
+{
+	EOS_CLEANUP(json_decrefp)
+	json_t *e = json_pack("{s:s, s:s}", "kind", eos_errkind_name(kind), "message", message);
+
+	if (!e) {
+		json_decref(details);
+		return NULL;
+	}
+	if (details && eos_json_set(e, "details", details) < 0)
+		return NULL;
+	if (trace_id && *trace_id && eos_json_set(e, "trace_id", json_string(trace_id)) < 0)
+		return NULL;
+	return json_pack("{s:O}", "error", e);
+}
 
 eosd_handler_fn
 eosd_ops_handler(const struct eos_op *op)
