@@ -60,9 +60,8 @@ now_s(void)
 	return (int64_t)time(NULL);
 }
 
-/* 64 lowercase hex digits of 32 random bytes into out[65]. */
-static int
-random_hex(char *out, size_t bytes)
+int
+eosd_auth_random_hex(char *out, size_t bytes)
 {
 	unsigned char buf[32];
 	static const char hex[] = "0123456789abcdef";
@@ -95,7 +94,7 @@ token_make(const char *path, struct eos_error *err)
 	cleanup_close int fd = -1;
 	char text[EOSD_TOKEN_HEX_LEN + 2];
 
-	if (random_hex(text, EOSD_TOKEN_HEX_LEN / 2) < 0)
+	if (eosd_auth_random_hex(text, EOSD_TOKEN_HEX_LEN / 2) < 0)
 		return eos_error_set(err, -EIO, "token '%s': getrandom failed", path);
 	strcat(text, "\n");
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -394,19 +393,28 @@ any_token_op(const struct eos_op *op)
 }
 
 int
-eosd_auth_check(struct eosd_auth *a, const char *header, const struct eos_op *op,
-		const char *sandbox_id, struct eosd_auth_scope *ret, int *ret_kind,
-		struct eos_error *err)
+eosd_auth_identify(struct eosd_auth *a, const char *header, struct eosd_auth_scope *ret,
+		   int *ret_kind, struct eos_error *err)
 {
-	struct eosd_auth_scope s;
 	struct eos_digest d;
 	int r = bearer_digest(header, &d, ret_kind, err);
 
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&a->lock);
-	r = identify(a, &d, &s, ret_kind, err);
+	r = identify(a, &d, ret, ret_kind, err);
 	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+int
+eosd_auth_check(struct eosd_auth *a, const char *header, const struct eos_op *op,
+		const char *sandbox_id, struct eosd_auth_scope *ret, int *ret_kind,
+		struct eos_error *err)
+{
+	struct eosd_auth_scope s;
+	int r = eosd_auth_identify(a, header, &s, ret_kind, err);
+
 	if (r < 0)
 		return r;
 	if (s.surface != op->surface && !any_token_op(op))
@@ -436,7 +444,8 @@ issued_new(enum eos_surface surface, const char *sandbox, int64_t ttl, struct is
 {
 	char idhex[17];
 
-	if (random_hex(token, EOSD_TOKEN_HEX_LEN / 2) < 0 || random_hex(idhex, 8) < 0)
+	if (eosd_auth_random_hex(token, EOSD_TOKEN_HEX_LEN / 2) < 0 ||
+	    eosd_auth_random_hex(idhex, 8) < 0)
 		return -EIO;
 	*t = (struct issued){ .surface = surface, .created_at = now_s() };
 	snprintf(t->id, sizeof(t->id), "tok-%s", idhex);

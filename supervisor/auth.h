@@ -56,6 +56,13 @@ int eosd_auth_check(struct eosd_auth *a, const char *header, const struct eos_op
 		    struct eos_error *err);
 
 /*
+ * What the Authorization header's token reaches, whatever the operation: eosd_auth_check()
+ * without its surface and sandbox checks (the MCP endpoint serves the token's surface).
+ */
+int eosd_auth_identify(struct eosd_auth *a, const char *header, struct eosd_auth_scope *ret,
+		       int *ret_kind, struct eos_error *err);
+
+/*
  * Mint a token of surface (runtime or observability) limited to sandbox, expiring after
  * ttl_seconds (0: never). *out: {"token", "token_id", "surface", "sandbox_id", "expires_at"
  * (seconds since the epoch, or null)}; the token itself is never stored.
@@ -66,5 +73,7 @@ int eosd_auth_issue(struct eosd_auth *a, enum eos_surface surface, const char *s
 int eosd_auth_revoke(struct eosd_auth *a, const char *token_id, json_t **out,
 		     struct eos_error *err);
 
+/* 2 * bytes lowercase hex digits of bytes (at most 32) random bytes (getrandom), NUL-ended. */
+int eosd_auth_random_hex(char *out, size_t bytes);
 /* Compare n bytes in time that depends only on n. */
 bool eosd_auth_equal(const void *a, const void *b, size_t n);
