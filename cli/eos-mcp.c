@@ -17,6 +17,7 @@
 
 #include "common/catalog.h"
 #include "common/cleanup.h"
+#include "common/mcp-run.h"
 #include "common/mcp.h"
 
 #include "cli/eosctl.h"
@@ -24,15 +25,6 @@
 enum {
 	LINE_MAX_BYTES = 96 << 20, /* a message: a 64 MiB argument, JSON-escaped, and more */
 };
-
-static const char INSTRUCTIONS[] =
-	"eos gives each agent a private copy-on-write workspace session over one shared, "
-	"immutable history of a codebase (a sandbox), runs commands in the session's own "
-	"namespace, and publishes a session's changes as one new layer, merged with what others "
-	"published meanwhile or rejected with the conflicting line ranges. Typical flow: "
-	"create_workspace_session, then file_read / file_edit / file_write / exec_command in it "
-	"(exec_command answers at its yield with status running: continue with "
-	"write_command_stdin), then publish_workspace_session.";
 
 static void
 usage(FILE *f)
@@ -174,7 +166,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	cfg = (struct eos_mcp_config){ .name = "eos",
 				       .version = PACKAGE_VERSION,
-				       .instructions = INSTRUCTIONS,
+				       .instructions = eos_mcp_instructions,
 				       .surfaces = o.surfaces,
 				       .sandbox_id = o.sandbox_id,
 				       .send = send_line,

@@ -10,6 +10,15 @@
 #include "common/cleanup.h"
 #include "common/json.h"
 
+const char eos_mcp_instructions[] =
+	"eos gives each agent a private copy-on-write workspace session over one shared, "
+	"immutable history of a codebase (a sandbox), runs commands in the session's own "
+	"namespace, and publishes a session's changes as one new layer, merged with what others "
+	"published meanwhile or rejected with the conflicting line ranges. Typical flow: "
+	"create_workspace_session, then file_read / file_edit / file_write / exec_command in it "
+	"(exec_command answers at its yield with status running: continue with "
+	"write_command_stdin), then publish_workspace_session.";
+
 int
 eos_mcp_run_check(struct eos_mcp_call *call, struct eos_error *err)
 {

@@ -4,6 +4,7 @@
  * the two hosts — eos-mcp over stdio (cli/eos-mcp-run.c) and eosd's /mcp endpoint
  * (supervisor/mcp-http-call.c) — so that both answer alike (doc/mcp.md, "Progress", "Cancel"):
  *
+ *	eos_mcp_instructions	what initialize tells the client eos is;
  *	eos_mcp_run_check()	refuses what MCP cannot carry: events follow without a
  *				progressToken (its events would have nowhere to go);
  *	eos_mcp_event_text()	an event of eosd's stream as the message of notifications/progress
@@ -41,6 +42,9 @@ enum {
 	EOS_MCP_STEP_MS = 500,		/* the longest a command's reply is waited for at once */
 	EOS_MCP_CANCEL_YIELD_MS = 5000, /* for a command sent Ctrl-C to end */
 };
+
+/* initialize's instructions: what eos is and the usual flow of a session. */
+extern const char eos_mcp_instructions[];
 
 /* -EINVAL naming the problem when call asks for what MCP cannot carry, else 0. */
 int eos_mcp_run_check(struct eos_mcp_call *call, struct eos_error *err);
