@@ -11,5 +11,5 @@ endif
 # drives eos-mcp against a real eosd, as root and as the unprivileged user; it fails when node or
 # npm is missing.
 TESTS += tests/integration/mcp-stdio.sh
-EXTRA_DIST += tests/integration/mcp-stdio.sh tests/mcp/package.json tests/mcp/package-lock.json \
-	tests/mcp/eos-mcp.test.mjs
+EXTRA_DIST += tests/integration/mcp-stdio.sh tests/integration/mcp-lib.sh tests/mcp/package.json \
+	tests/mcp/package-lock.json tests/mcp/lib.mjs tests/mcp/eos-mcp.test.mjs
