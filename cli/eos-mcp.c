@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 
 #include "common/catalog.h"
@@ -105,6 +106,32 @@ parse_args(int argc, char **argv, struct options *o, struct eosctl_cmd *cmd)
 	}
 }
 
+/*
+ * The sandbox the token of --token-file reaches, asked of eosd (ping says what the caller's
+ * token reaches): *ret is the sandbox of a token limited to one, NULL for a surface token.
+ */
+static int
+token_sandbox(const struct eosctl_cmd *cmd, unsigned surfaces, char **ret, struct eos_error *err)
+{
+	const struct eos_op *ping = eos_catalog_find("ping");
+	struct eosctl_session *s = NULL;
+	EOS_CLEANUP(json_decrefp) json_t *doc = NULL;
+	const char *sb, *refusal;
+	int r;
+
+	*ret = NULL;
+	if (!ping)
+		return eos_error_set(err, -ENOSYS, "the catalog has no ping");
+	r = eosctl_session_open(cmd, (enum eos_surface)(ffs((int)surfaces) - 1), &s, err);
+	r = r ?: eosctl_session_call(s, ping, NULL, NULL, &doc, err);
+	eosctl_session_close(s);
+	refusal = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+	if (r < 0)
+		return refusal ? eos_error_set(err, r, "%s", refusal) : r;
+	sb = json_string_value(json_object_get(json_object_get(doc, "token"), "sandbox_id"));
+	return !sb || (*ret = strdup(sb)) ? 0 : eos_error_set(err, -ENOMEM, "out of memory");
+}
+
 /* One message to the client: one line of compact JSON (under host->lock). */
 static void
 send_line(void *arg, const json_t *msg)
@@ -158,12 +185,22 @@ main(int argc, char **argv)
 				     .open_lock = PTHREAD_MUTEX_INITIALIZER,
 				     .out = stdout };
 	struct options o = { 0 };
+	cleanup_free char *token_sb = NULL;
 	struct eos_mcp_config cfg;
 	struct eos_error err = { 0 };
 	int r;
 
 	parse_args(argc, argv, &o, &host.cmd);
 	signal(SIGPIPE, SIG_IGN);
+	/* a token limited to one sandbox fixes the sandbox as --sandbox-id would */
+	if (host.cmd.token_file && !o.sandbox_id &&
+	    (r = token_sandbox(&host.cmd, o.surfaces, &token_sb, &err)) < 0) {
+		fprintf(stderr, "eos-mcp: cannot ask eosd what the token of '%s' reaches: %s\n",
+			host.cmd.token_file, eos_error_message(&err, r));
+		return EOSCTL_EXIT_FAILED;
+	}
+	if (token_sb)
+		o.sandbox_id = token_sb;
 	cfg = (struct eos_mcp_config){ .name = "eos",
 				       .version = PACKAGE_VERSION,
 				       .instructions = eos_mcp_instructions,

@@ -6,8 +6,8 @@
 # eos-mcp starts): the tools of each surface and their schemas (ajv, strict), protocol errors,
 # every tool of every surface called, bad arguments as isError, an unknown tool, progress of an
 # import and of a command, an exec that yields then takes stdin, a cancel through the SDK's
-# AbortSignal (Ctrl-C to the command), a publish rejected with its conflicts, --sandbox-id and
-# EOS_NO_AUTOSTART=1.
+# AbortSignal (Ctrl-C to the command), a publish rejected with its conflicts, --sandbox-id, a
+# token limited to one sandbox fixing it alone, and EOS_NO_AUTOSTART=1.
 # The SDK is installed from tests/mcp/package-lock.json into $top_builddir/tests/mcp (npm ci,
 # offline when the cache has it). Node and npm are required: without them this fails, it does not
 # skip. As root, the same again as the unprivileged user.

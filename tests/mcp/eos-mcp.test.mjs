@@ -137,6 +137,36 @@ async function testFixedSandbox() {
 	await c.close();
 }
 
+// A token limited to one sandbox (--token-file, no --sandbox-id): eos-mcp asks eosd which
+// sandbox it reaches, and its tools are that sandbox's, as with --sandbox-id.
+async function testLimitedToken() {
+	const m = await connect(['--set', 'management']);
+	await allTools(m);
+	const tok = await ok(m, 'issue_token', { sandbox_id: 'mcp1', surface: 'runtime' },
+		'issue_token for the limited token');
+	await m.close();
+	const file = path.join(TMP, 'mcp1.token');
+	fs.writeFileSync(file, `${tok?.token}\n`, { mode: 0o600 });
+	const c = await connect(['--set', 'runtime', '--token-file', file]);
+	const { tools } = await allTools(c);
+	check('a limited token alone: no tool has a sandbox_id property',
+		tools.length > 0 &&
+		tools.every((t) => !('sandbox_id' in (t.inputSchema.properties ?? {}))), tools.map((t) => t.name));
+	const rd = await ok(c, 'file_read', { path: 'a.txt' }, 'a limited token alone: file_read without a sandbox_id');
+	check('a limited token alone: reads its sandbox', JSON.stringify(rd).includes('ONE-a'), rd);
+	await c.close();
+	const bad = path.join(TMP, 'bad.token');
+	fs.writeFileSync(bad, `${'0'.repeat(64)}\n`, { mode: 0o600 });
+	const child = spawn(BIN, ['--set', 'runtime', '--token-file', bad],
+		{ stdio: ['pipe', 'pipe', 'pipe'] });
+	let err = '';
+	child.stderr.on('data', (d) => { err += d; });
+	child.stdin.end();
+	const status = await new Promise((r) => child.on('close', r));
+	check('an unknown token file: eos-mcp exits 1 saying so', status === 1 &&
+		/unknown token/.test(err), { status, err });
+}
+
 async function testDestroy() {
 	const c = await connect(['--set', 'management']);
 	await allTools(c);
@@ -154,6 +184,7 @@ async function main() {
 	await testFlow(all, src, TMP, 'mcp1');
 	await all.close();
 	await testFixedSandbox();
+	await testLimitedToken();
 	await testDestroy();
 	checkAllCalled([expect.management, expect.runtime, expect.observability]);
 }
