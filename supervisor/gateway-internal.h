@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * supervisor/gateway: what its files share — gateway.c (sockets, the connection cap, signals,
- * the loop), gateway-request.c (a request: loop-side checks, the worker's parsing and handler)
- * and gateway-reply.c (replies, plain or streamed, from the workers back to the loop).
+ * the loop), gateway-request.c (a request: loop-side checks, the worker's parsing and handler),
+ * gateway-reply.c (replies, plain or streamed, from the workers back to the loop),
+ * gateway-kept.c (streams kept after their handler) and gateway-mcp.c (requests to /mcp).
  */
 #pragma once
 
@@ -16,6 +17,7 @@
 
 #include "supervisor/auth.h"
 #include "supervisor/gateway.h"
+#include "supervisor/mcp-http.h"
 #include "supervisor/pool.h"
 #include "supervisor/stream.h"
 
@@ -67,6 +69,9 @@ struct eosd_job {
 	bool started;		     /* the stream's 200 and headers are written */
 	struct eosd_job *taken_next; /* in the list the loop took */
 	struct eosd_job *kept_next;  /* on gw->kept */
+	/* a request to /mcp (gateway-mcp.c), else NULL; owned: its events are JSON-RPC messages
+	 * and its reply one message, or none (supervisor/mcp-http.h) */
+	struct eosd_mcp_request *mcp;
 };
 
 /* A connection handed to evhttp (gateway.c: the connection cap and the request deadline). */
@@ -86,6 +91,7 @@ struct eosd_gateway {
 	struct eosd_job *kept;	 /* streams kept open after their handler; loop thread only */
 	struct event *sig_term, *sig_int;
 	struct event *drain_ev, *sweep_ev;
+	struct eosd_mcp *mcp; /* the /mcp endpoint's sessions (supervisor/mcp-http.h) */
 	struct evhttp_bound_socket *bound[2];
 	size_t nbound;
 	char *unix_path;
@@ -144,6 +150,9 @@ int eosd_gateway_event_format(struct eos_buf *b, const char *name, const char *t
 void eosd_gateway_stream_chunk(struct eosd_job *j, const void *p, size_t len);
 /* Write what the workers handed back: events and replies (loop thread, or after it stopped). */
 void eosd_gateway_flush_done(struct eosd_gateway *gw);
+/* gateway-mcp.c: the hook of a request to /mcp (loop), and its reply when not streamed. */
+void eosd_gateway_mcp(struct eosd_gateway *gw, struct evhttp_request *req);
+void eosd_gateway_mcp_send(struct eosd_job *j);
 /* One admitted request is settled: its reply written, or its client gone. */
 void eosd_gateway_settled(struct eosd_gateway *gw);
 /* req was queued: count it in flight until its reply is written or its client gone. */

@@ -85,6 +85,7 @@ eosd_gateway_send_errorf(struct evhttp_request *req, int kind, const char *fmt, 
 void
 eosd_gateway_job_free(struct eosd_job *j)
 {
+	free(j->mcp);
 	if (j->in)
 		evbuffer_free(j->in);
 	json_decref(j->body);
@@ -335,16 +336,20 @@ eosd_gateway_stream_chunk(struct eosd_job *j, const void *p, size_t len)
 	evbuffer_free(buf);
 }
 
-/* The last chunk: the handler's reply as a "result" or "error" event. */
+/*
+ * The last chunk: the handler's reply as a "result" or "error" event; an /mcp request's reply
+ * (a JSON-RPC message, or none) as its "message".
+ */
 static void
 stream_end(struct eosd_job *j)
 {
 	bool ok = j->reply && j->status == 200;
+	const char *name = j->mcp ? "message" : ok ? "result" : "error";
+	const char *text = j->reply ? j->reply : j->mcp ? NULL : oom_text;
 	struct eos_buf b;
 
 	eos_buf_init(&b);
-	if (eosd_gateway_event_format(&b, ok ? "result" : "error",
-				      j->reply ? j->reply : oom_text) == 0)
+	if (text && eosd_gateway_event_format(&b, name, text) == 0)
 		eosd_gateway_stream_chunk(j, b.data, b.len);
 	eos_buf_release(&b);
 	evhttp_send_reply_end(j->req);
@@ -362,6 +367,8 @@ job_reply(struct eosd_gateway *gw, struct eosd_job *j)
 		evhttp_connection_set_closecb(c, reply_lost_cb, gw);
 	if (j->started)
 		stream_end(j);
+	else if (j->mcp)
+		eosd_gateway_mcp_send(j);
 	else
 		eosd_gateway_send_text(j->req, j->reply ? j->status : 503,
 				       j->reply ? j->reply : oom_text);

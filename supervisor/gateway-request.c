@@ -423,6 +423,8 @@ eosd_gateway_request_cb(struct evhttp_request *req, void *arg)
 		eosd_gateway_send_text(req, 200, "{\"ok\":true}");
 		return;
 	}
+	if (strcmp(path, "/mcp") == 0)
+		return eosd_gateway_mcp(gw, req);
 	if (!(op = route(req, path)))
 		return;
 	if (cmd != EVHTTP_REQ_POST)
