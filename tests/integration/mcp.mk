@@ -8,8 +8,9 @@ tests_unit_test_mcp_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_mcp_LDADD = $(COMMON_LIBS) $(CHECK_LIBS)
 endif
 # The official MCP client (npm @modelcontextprotocol/sdk, pinned by tests/mcp/package-lock.json)
-# drives eos-mcp against a real eosd, as root and as the unprivileged user; it fails when node or
-# npm is missing.
-TESTS += tests/integration/mcp-stdio.sh
-EXTRA_DIST += tests/integration/mcp-stdio.sh tests/integration/mcp-lib.sh tests/mcp/package.json \
-	tests/mcp/package-lock.json tests/mcp/lib.mjs tests/mcp/eos-mcp.test.mjs
+# drives eos-mcp over stdio and eosd's /mcp over Streamable HTTP against a real eosd, as root and
+# as the unprivileged user; they fail when node or npm is missing.
+TESTS += tests/integration/mcp-stdio.sh tests/integration/mcp-http.sh
+EXTRA_DIST += tests/integration/mcp-stdio.sh tests/integration/mcp-http.sh \
+	tests/integration/mcp-lib.sh tests/mcp/package.json tests/mcp/package-lock.json \
+	tests/mcp/lib.mjs tests/mcp/eos-mcp.test.mjs tests/mcp/eos-mcp-http.test.mjs
