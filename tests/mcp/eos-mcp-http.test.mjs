@@ -181,6 +181,10 @@ async function testRefusals(obsSession) {
 	r = await raw('GET', { tok, session: obsSession, version: VERSION, accept: 'text/event-stream' });
 	check('GET: 405 with Allow: POST, DELETE (no stream of its own)', r.status === 405 &&
 		r.headers.get('allow') === 'POST, DELETE', r.text);
+	r = await raw('POST', { tok, session: obsSession, version: VERSION,
+		body: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"${'x'.repeat((64 << 20) + (128 << 10))}"}}` });
+	check('a body above the gateway\'s limit: 413 too_large', r.status === 413 &&
+		r.json?.error?.data?.kind === 'too_large', r.text.slice(0, 300));
 	r = await raw('DELETE', { tok, version: VERSION });
 	check('DELETE without Mcp-Session-Id: 400', r.status === 400, r.text);
 	r = await raw('DELETE', { tok, session: obsSession, version: VERSION });
@@ -231,6 +235,51 @@ async function testLimitedTokens(mgr, id, other) {
 	await client.close();
 }
 
+// At most 64 sessions: a new one ends the one idle longest; when all 64 have a call in flight
+// (here, each follows events), a new one is refused with 503. Last: it ends the others' sessions.
+async function testSessionCap() {
+	const tok = token('observability');
+	const list = { jsonrpc: '2.0', id: 9, method: 'tools/list' };
+	const first = (await raw('POST', { tok, body: initialize() })).headers.get('mcp-session-id');
+	const made = [];
+	for (let i = 0; i < 64; i++)
+		made.push((await raw('POST', { tok, body: initialize() })).headers.get('mcp-session-id'));
+	let r = await raw('POST', { tok, session: first, version: VERSION, body: list });
+	check('65 sessions made: the one idle longest ended to make room (404)', r.status === 404,
+		r.text);
+	r = await raw('POST', { tok, session: made[63], version: VERSION, body: list });
+	check('... the newest one serves', r.status === 200, r.text);
+	const follows = [];
+	for (const session of made) {
+		const ac = new AbortController();
+		const res = await fetch(URL_, { method: 'POST', signal: ac.signal,
+			headers: { Authorization: `Bearer ${tok}`, 'Mcp-Session-Id': session,
+				'MCP-Protocol-Version': VERSION, 'Content-Type': 'application/json',
+				Accept: 'application/json, text/event-stream' },
+			body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call',
+				params: { name: 'events', arguments: { follow: true, last_n: 1 },
+					_meta: { progressToken: 'f' } } }) });
+		follows.push({ ac, res, session });
+	}
+	check('64 sessions each follow events (their streams began)',
+		follows.every(({ res }) => res.status === 200 &&
+			res.headers.get('content-type') === 'text/event-stream'));
+	r = await raw('POST', { tok, body: initialize() });
+	check('all 64 sessions busy: a new one is refused, 503', r.status === 503 &&
+		/busy/.test(r.json?.error?.message), r.text);
+	let ended = 0;
+	for (const { ac, res, session } of follows) {
+		await raw('DELETE', { tok, session, version: VERSION });
+		const text = await res.text();
+		ended += /follow ended/.test(text) ? 1 : 0;
+		ac.abort();
+	}
+	check('DELETE ends a session\'s follow: its stream ends with an error result',
+		ended === follows.length, ended);
+	r = await raw('POST', { tok, body: initialize() });
+	check('then sessions are made again', r.status === 200, r.text);
+}
+
 async function main() {
 	const src = makeSource(path.join(TMP, 'src'));
 	const empty = path.join(TMP, 'empty');
@@ -247,6 +296,7 @@ async function main() {
 	await ok(mgr, 'destroy_sandbox', { sandbox_id: 'http2', force: true }, 'destroy_sandbox http2');
 	await ok(mgr, 'destroy_sandbox', { sandbox_id: 'http1', force: true }, 'destroy_sandbox http1');
 	await all.close();
+	await testSessionCap();
 	checkAllCalled([names.management, names.runtime, names.observability]);
 }
 
