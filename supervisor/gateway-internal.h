@@ -120,6 +120,11 @@ void eosd_gateway_send_errorf(struct evhttp_request *req, int kind, const char *
  * details. NULL on OOM.
  */
 char *eosd_gateway_error_text(int kind, const char *message, json_t *details, const char *trace_id);
+/*
+ * A job for req (loop thread), its body moved out of req, its times taken; NULL when out of
+ * memory (nothing is answered).
+ */
+struct eosd_job *eosd_gateway_job_new(struct eosd_gateway *gw, struct evhttp_request *req);
 /* A job refused before it was queued (the loop thread; the reply is written). */
 void eosd_gateway_job_free(struct eosd_job *j);
 /* gateway-reply.c: on the worker */

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/clock.h"
 #include "common/errkind.h"
 #include "common/mcp.h"
 
@@ -190,19 +189,12 @@ mcp_job_run(void *arg)
 static struct eosd_job *
 job_new(struct eosd_gateway *gw, struct evhttp_request *req)
 {
-	struct eosd_job *j = calloc(1, sizeof(*j));
+	struct eosd_job *j = eosd_gateway_job_new(gw, req);
 
-	if (!j || !(j->mcp = calloc(1, sizeof(*j->mcp))) || !(j->in = evbuffer_new()) ||
-	    evbuffer_add_buffer(j->in, evhttp_request_get_input_buffer(req)) < 0) {
-		if (j)
-			eosd_gateway_job_free(j);
+	if (j && !(j->mcp = calloc(1, sizeof(*j->mcp)))) {
+		eosd_gateway_job_free(j);
 		return NULL;
 	}
-	j->gw = gw;
-	j->req = req;
-	j->start_wall = eos_wall_ns();
-	j->start_mono = eos_mono_ns();
-	j->call.kind = -1;
 	return j;
 }
 

@@ -82,6 +82,25 @@ eosd_gateway_send_errorf(struct evhttp_request *req, int kind, const char *fmt, 
 	eosd_gateway_send_error(req, kind, msg);
 }
 
+struct eosd_job *
+eosd_gateway_job_new(struct eosd_gateway *gw, struct evhttp_request *req)
+{
+	struct eosd_job *j = calloc(1, sizeof(*j));
+
+	if (!j || !(j->in = evbuffer_new()) ||
+	    evbuffer_add_buffer(j->in, evhttp_request_get_input_buffer(req)) < 0) {
+		if (j)
+			eosd_gateway_job_free(j);
+		return NULL;
+	}
+	j->gw = gw;
+	j->req = req;
+	j->start_wall = eos_wall_ns();
+	j->start_mono = eos_mono_ns();
+	j->call.kind = -1;
+	return j;
+}
+
 void
 eosd_gateway_job_free(struct eosd_job *j)
 {
