@@ -448,16 +448,6 @@ EOF
 FP_ST=$T/state-fp
 FP_SOCK=$T/fp.sock
 
-# Wait (up to 60 s) for file $1.
-wait_file() {
-	local i
-	for ((i = 0; i < 1200; i++)); do
-		[[ -e $1 ]] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 # An eosd of its own in the foreground, its environment with $@ added (FP_PID, log $T/fp.log).
 start_fp_eosd() {
 	rm -f "$FP_ST/eosd.json"

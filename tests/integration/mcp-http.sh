@@ -71,16 +71,6 @@ stop_while_following() {
 		grep -q '"id":2,.*follow ended' "$out"
 }
 
-# Wait (up to 60 s) for file $1.
-wait_file() {
-	local i
-	for ((i = 0; i < 1200; i++)); do
-		[[ -e $1 ]] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 # POST an initialize to /mcp of the eosd at socket $1 with token $2; $3.code appears once it has
 # answered (the status), with $3.h (headers) and $3.body.
 mcp_post_unix() {
