@@ -222,6 +222,10 @@ step_run(struct eosd_mcp_call *c)
 		atomic_fetch_add(&d->requests, 1);
 		return;
 	}
+	if (r < 0)
+		eosd_span_attr_str(
+			&root, "kind",
+			eos_errkind_name(c->ec.kind >= 0 ? c->ec.kind : (int)eos_errkind_of(r)));
 	eosd_span_end(&root, r, &err);
 	atomic_fetch_add(&d->requests, 1);
 	step_done(c, r, out, &err);

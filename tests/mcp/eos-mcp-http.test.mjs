@@ -290,6 +290,15 @@ async function main() {
 	await testSdkDelete();
 	const all = router(clients);
 	await testFlow(all, src, TMP, 'http1');
+	// a call at /mcp is a trace of its own, as a gateway request is
+	const failed = await call(all, 'inspect_sandbox', { sandbox_id: 'nope' });
+	const tr = await ok(all, 'trace', { trace_id: failed.structuredContent?.error?.trace_id },
+		'trace of a call made over /mcp');
+	const root = tr?.spans?.[0];
+	check('its root span: daemon.dispatch, transport mcp, the operation and its error kind',
+		root?.name === 'daemon.dispatch' && root?.attributes?.transport === 'mcp' &&
+		root?.attributes?.operation === 'inspect_sandbox' &&
+		root?.attributes?.kind === 'not_found', root);
 	const mgr = clients[0].client;
 	await ok(mgr, 'create_sandbox', { source: empty, id: 'http2' }, 'create_sandbox http2 (empty)');
 	await testLimitedTokens(mgr, 'http1', 'http2');
