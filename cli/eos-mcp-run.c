@@ -5,11 +5,9 @@
  * eosctl session (cli/eosctl.h), so that nothing of the client is shared between threads.
  *
  * A long-running operation with a progressToken asks eosd for its progress events and turns each
- * into notifications/progress. A command's reply (an operation with yield_time_ms: exec_command,
- * write_command_stdin) is waited for in steps of STEP_MS until the yield the caller asked for:
- * each step that finds the command running is a progress notification, and a cancel between two
- * steps sends "\u0003" to the command, as Ctrl-C would. The steps' outputs are joined, so the
- * result is what one reply with that yield would have been.
+ * into notifications/progress. A command (exec_command, write_command_stdin) is followed in steps
+ * (common/mcp-run.h): each step that finds it running is a progress notification, and a cancel
+ * between two steps sends "\u0003" to the command, as Ctrl-C would.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -17,20 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/errkind.h"
 #include "common/json.h"
+#include "common/mcp-run.h"
 #include "common/mcp.h"
 
 #include "cli/eos-mcp.h"
 #include "cli/eosctl.h"
-
-enum {
-	STEP_MS = 500,		/* the longest a command's reply is waited for between two looks */
-	CANCEL_YIELD_MS = 5000, /* for a cancelled command to end */
-};
 
 struct job {
 	struct eos_mcp_host *host;
@@ -60,59 +53,16 @@ progress(struct job *j, const char *message)
 	pthread_mutex_unlock(&j->host->lock);
 }
 
-/* --- progress events -------------------------------------------------------------------------- */
+/* --- events ---------------------------------------------------------------------------------- */
 
-/* Append " files 1200/3000" for field name of doc, when it has one, to buf of n bytes. */
-static void
-count_text(const json_t *doc, const char *name, char *buf, size_t n)
-{
-	char total[64];
-	const json_t *v = json_object_get(doc, name);
-	const json_t *t;
-	size_t len = strlen(buf);
-
-	snprintf(total, sizeof(total), "total_%s", name);
-	t = json_object_get(doc, total);
-	if (!json_is_integer(v) || len + 1 >= n)
-		return;
-	if (json_is_integer(t))
-		snprintf(buf + len, n - len, " %s %lld/%lld", name,
-			 (long long)json_integer_value(v), (long long)json_integer_value(t));
-	else
-		snprintf(buf + len, n - len, " %s %lld", name, (long long)json_integer_value(v));
-}
-
-/* eosd's progress event → "create_sandbox: import files 1200/3000 bytes 9830400/28675500". */
-static void
-progress_event(struct job *j, const char *data)
-{
-	EOS_CLEANUP(json_decrefp) json_t *doc = json_loads(data, 0, NULL);
-	const char *phase = json_string_value(json_object_get(doc, "phase"));
-	char msg[256];
-
-	snprintf(msg, sizeof(msg), "%s: %.32s", eos_mcp_call_op(j->call)->name,
-		 phase ? phase : "working");
-	count_text(doc, "paths", msg, sizeof(msg));
-	count_text(doc, "files", msg, sizeof(msg));
-	count_text(doc, "bytes", msg, sizeof(msg));
-	progress(j, msg);
-}
-
-/*
- * An event of eosd's stream: progress as above; each event of events follow (and a note of
- * those dropped) as its JSON, "event: {...}".
- */
+/* An event of eosd's stream (progress; events follow's event and dropped) as a notification. */
 static void
 on_event(void *arg, const char *name, const char *data)
 {
 	struct job *j = arg;
-	cleanup_free char *msg = NULL;
+	cleanup_free char *msg = eos_mcp_event_text(eos_mcp_call_op(j->call), name, data);
 
-	if (strcmp(name, "progress") == 0) {
-		progress_event(j, data);
-		return;
-	}
-	if (asprintf(&msg, "%s: %s", name, data) >= 0)
+	if (msg)
 		progress(j, msg);
 }
 
@@ -126,126 +76,47 @@ hook_cancelled(void *arg)
 
 /* --- commands --------------------------------------------------------------------------------- */
 
+/* Call op with args (stolen): ok, and the reply or error envelope in *ret_doc (or NULL). */
 static int
-int_arg(const json_t *args, const char *name, int def)
+call_op(struct job *j, const struct eos_op *op, json_t *args, json_t **ret_doc,
+	struct eos_error *err)
 {
-	const json_t *v = json_object_get(args, name);
+	int r = eosctl_session_call(j->s, op, args, eos_mcp_call_sandbox(j->call), ret_doc, err);
 
-	return json_is_integer(v) ? (int)json_integer_value(v) : def;
-}
-
-/* A command's reply: still running. */
-static bool
-running(const json_t *doc)
-{
-	const char *st = json_string_value(json_object_get(doc, "status"));
-
-	return st && strcmp(st, "running") == 0;
-}
-
-/* What the steps printed so far, and whether any reply was cut. */
-struct joined {
-	struct eos_buf out;
-	bool truncated;
-};
-
-static void
-join_output(struct joined *o, const json_t *doc)
-{
-	const json_t *v = json_object_get(doc, "output");
-
-	if (json_is_string(v))
-		eos_buf_append(&o->out, json_string_value(v), json_string_length(v));
-	o->truncated = o->truncated || json_is_true(json_object_get(doc, "output_truncated"));
-}
-
-/* Another step: write_command_stdin with chars (may be ""), waiting at most yield_ms. */
-static int
-step(struct job *j, const char *cmd_id, const char *chars, int yield_ms, int max_out,
-     json_t **ret_doc, struct eos_error *err)
-{
-	const struct eos_op *op = eos_catalog_find("write_command_stdin");
-	EOS_CLEANUP(json_decrefp) json_t *args = NULL;
-
-	if (!op)
-		return eos_error_set(err, -ENOSYS, "the catalog has no write_command_stdin");
-	args = json_pack("{s:s,s:s,s:i,s:i}", "command_session_id", cmd_id, "chars", chars,
-			 "yield_time_ms", yield_ms, "max_output_bytes", max_out);
-	if (!args)
-		return eos_error_set(err, -ENOMEM, "out of memory");
-	return eosctl_session_call(j->s, op, args, eos_mcp_call_sandbox(j->call), ret_doc, err);
-}
-
-/* "cmd-17: running, 1.5 s, 120 bytes of output" */
-static void
-command_progress(struct job *j, const json_t *doc, const struct joined *o)
-{
-	char msg[256];
-
-	snprintf(msg, sizeof(msg), "%s: running, %.1f s, %zu bytes of output",
-		 json_string_value(json_object_get(doc, "command_session_id")) ?: "command",
-		 (double)json_integer_value(json_object_get(doc, "wall_time_ms")) / 1000,
-		 o->out.len);
-	progress(j, msg);
-}
-
-/* Wait for the command of *doc (running) in steps until deadline_ns, or cancel it. */
-static int
-follow_command(struct job *j, json_t **doc, struct joined *o, int64_t deadline_ns, int max_out,
-	       struct eos_error *err)
-{
-	int r = 0;
-
-	while (r == 0 && running(*doc)) {
-		const char *id = json_string_value(json_object_get(*doc, "command_session_id"));
-		int64_t left_ms = (deadline_ns - eos_mono_ns()) / 1000000;
-		bool cancel = cancelled(j, false);
-		json_t *next = NULL;
-
-		if (!id || (!cancel && left_ms <= 0))
-			break;
-		if (!cancel)
-			command_progress(j, *doc, o);
-		r = step(j, id, cancel ? "\003" : "",
-			 cancel ? CANCEL_YIELD_MS : (int)EOS_MIN(left_ms, STEP_MS),
-			 EOS_MAX(max_out - (int)o->out.len, 0), &next, err);
-		if (!next)
-			break;
-		json_decref(*doc);
-		*doc = next;
-		join_output(o, next);
-		if (cancel)
-			break;
-	}
+	json_decref(args);
 	return r;
 }
 
+/* The command of the call, followed in steps until its yield (or cancelled: Ctrl-C). */
 static int
 run_command(struct job *j, json_t **ret_doc, struct eos_error *err)
 {
+	const struct eos_op *stdin_op = eos_catalog_find("write_command_stdin");
 	const struct eos_op *op = eos_mcp_call_op(j->call);
-	const json_t *given = eos_mcp_call_args(j->call);
-	int yield = int_arg(given, "yield_time_ms", 1000);
-	int max_out = int_arg(given, "max_output_bytes", 65536);
-	int64_t deadline = eos_mono_ns() + (int64_t)yield * 1000000;
-	EOS_CLEANUP(json_decrefp) json_t *args = json_deep_copy(given);
-	struct joined o = { 0 };
-	int r;
+	struct eos_mcp_command cmd;
+	json_t *args = NULL, *doc = NULL;
+	char msg[256];
+	bool ok;
+	int r, n = 0;
 
-	if (!args || eos_json_set(args, "yield_time_ms", json_integer(EOS_MIN(yield, STEP_MS))) < 0)
+	if (!stdin_op)
+		return eos_error_set(err, -ENOSYS, "the catalog has no write_command_stdin");
+	if (eos_mcp_command_begin(&cmd, eos_mcp_call_args(j->call), eos_mono_ns(), &args) < 0)
 		return eos_error_set(err, -ENOMEM, "out of memory");
-	r = eosctl_session_call(j->s, op, args, eos_mcp_call_sandbox(j->call), ret_doc, err);
-	if (r < 0 || !*ret_doc)
-		return r;
-	join_output(&o, *ret_doc);
-	r = follow_command(j, ret_doc, &o, deadline, max_out, err);
-	if (json_is_string(json_object_get(*ret_doc, "output")))
-		eos_json_set(*ret_doc, "output",
-			     json_stringn(o.out.data ? (const char *)o.out.data : "", o.out.len));
-	if (json_object_get(*ret_doc, "output_truncated"))
-		eos_json_set(*ret_doc, "output_truncated", json_boolean(o.truncated));
-	eos_buf_release(&o.out);
-	return r;
+	for (r = call_op(j, op, args, &doc, err); doc; r = call_op(j, stdin_op, args, &doc, err)) {
+		n = eos_mcp_command_next(&cmd, r == 0, TAKE_PTR(doc), cancelled(j, false),
+					 eos_mono_ns(), &args, msg, sizeof(msg));
+		if (n <= 0)
+			break;
+		if (msg[0])
+			progress(j, msg);
+	}
+	/* n > 0: a step got no reply at all (r and err say why) */
+	*ret_doc = n == 0 ? eos_mcp_command_result(&cmd, &ok) : NULL;
+	eos_mcp_command_release(&cmd);
+	if (n < 0)
+		return eos_error_set(err, n, "out of memory");
+	return *ret_doc && ok ? 0 : r < 0 ? r : -EIO;
 }
 
 /* --- one call --------------------------------------------------------------------------------- */
@@ -258,17 +129,14 @@ run_op(struct job *j, json_t **ret_doc, struct eos_error *err)
 						 .cancelled = hook_cancelled,
 						 .arg = j };
 
-	if (eos_catalog_arg(op, "yield_time_ms"))
+	if (eos_mcp_op_is_command(op))
 		return run_command(j, ret_doc, err);
-	/* a stream that ends only when the client leaves needs somewhere to go */
-	j->endless = json_is_true(json_object_get(eos_mcp_call_args(j->call), "follow"));
-	if (j->endless && !eos_mcp_call_wants_progress(j->call)) {
+	if (eos_mcp_run_check(j->call, err) < 0) {
 		j->kind = "invalid_request";
-		return eos_error_set(err, -EINVAL,
-				     "%s: follow sends each event as a progress notification "
-				     "until the request is cancelled: give a progressToken",
-				     op->name);
+		return -EINVAL;
 	}
+	/* a stream that ends only when the client leaves */
+	j->endless = json_is_true(json_object_get(eos_mcp_call_args(j->call), "follow"));
 	return eosctl_session_call_hooks(j->s, op, eos_mcp_call_args(j->call),
 					 eos_mcp_call_sandbox(j->call), &hooks, ret_doc, err);
 }

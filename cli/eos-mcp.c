@@ -13,10 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 
 #include "common/catalog.h"
 #include "common/cleanup.h"
+#include "common/mcp-run.h"
 #include "common/mcp.h"
 
 #include "cli/eosctl.h"
@@ -24,15 +26,6 @@
 enum {
 	LINE_MAX_BYTES = 96 << 20, /* a message: a 64 MiB argument, JSON-escaped, and more */
 };
-
-static const char INSTRUCTIONS[] =
-	"eos gives each agent a private copy-on-write workspace session over one shared, "
-	"immutable history of a codebase (a sandbox), runs commands in the session's own "
-	"namespace, and publishes a session's changes as one new layer, merged with what others "
-	"published meanwhile or rejected with the conflicting line ranges. Typical flow: "
-	"create_workspace_session, then file_read / file_edit / file_write / exec_command in it "
-	"(exec_command answers at its yield with status running: continue with "
-	"write_command_stdin), then publish_workspace_session.";
 
 static void
 usage(FILE *f)
@@ -113,6 +106,32 @@ parse_args(int argc, char **argv, struct options *o, struct eosctl_cmd *cmd)
 	}
 }
 
+/*
+ * The sandbox the token of --token-file reaches, asked of eosd (ping says what the caller's
+ * token reaches): *ret is the sandbox of a token limited to one, NULL for a surface token.
+ */
+static int
+token_sandbox(const struct eosctl_cmd *cmd, unsigned surfaces, char **ret, struct eos_error *err)
+{
+	const struct eos_op *ping = eos_catalog_find("ping");
+	struct eosctl_session *s = NULL;
+	EOS_CLEANUP(json_decrefp) json_t *doc = NULL;
+	const char *sb, *refusal;
+	int r;
+
+	*ret = NULL;
+	if (!ping)
+		return eos_error_set(err, -ENOSYS, "the catalog has no ping");
+	r = eosctl_session_open(cmd, (enum eos_surface)(ffs((int)surfaces) - 1), &s, err);
+	r = r ?: eosctl_session_call(s, ping, NULL, NULL, &doc, err);
+	eosctl_session_close(s);
+	refusal = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+	if (r < 0)
+		return refusal ? eos_error_set(err, r, "%s", refusal) : r;
+	sb = json_string_value(json_object_get(json_object_get(doc, "token"), "sandbox_id"));
+	return !sb || (*ret = strdup(sb)) ? 0 : eos_error_set(err, -ENOMEM, "out of memory");
+}
+
 /* One message to the client: one line of compact JSON (under host->lock). */
 static void
 send_line(void *arg, const json_t *msg)
@@ -166,15 +185,25 @@ main(int argc, char **argv)
 				     .open_lock = PTHREAD_MUTEX_INITIALIZER,
 				     .out = stdout };
 	struct options o = { 0 };
+	cleanup_free char *token_sb = NULL;
 	struct eos_mcp_config cfg;
 	struct eos_error err = { 0 };
 	int r;
 
 	parse_args(argc, argv, &o, &host.cmd);
 	signal(SIGPIPE, SIG_IGN);
+	/* a token limited to one sandbox fixes the sandbox as --sandbox-id would */
+	if (host.cmd.token_file && !o.sandbox_id &&
+	    (r = token_sandbox(&host.cmd, o.surfaces, &token_sb, &err)) < 0) {
+		fprintf(stderr, "eos-mcp: cannot ask eosd what the token of '%s' reaches: %s\n",
+			host.cmd.token_file, eos_error_message(&err, r));
+		return EOSCTL_EXIT_FAILED;
+	}
+	if (token_sb)
+		o.sandbox_id = token_sb;
 	cfg = (struct eos_mcp_config){ .name = "eos",
 				       .version = PACKAGE_VERSION,
-				       .instructions = INSTRUCTIONS,
+				       .instructions = eos_mcp_instructions,
 				       .surfaces = o.surfaces,
 				       .sandbox_id = o.sandbox_id,
 				       .send = send_line,

@@ -12,6 +12,7 @@ common_libeos_common_a_SOURCES = \
 	common/catalog.c common/catalog-ops.c common/catalog.h \
 	common/catalog-schema.c common/catalog-schema.h \
 	common/mcp.c common/mcp-call.c common/mcp.h common/mcp-internal.h \
+	common/mcp-run.c common/mcp-run.h \
 	common/quote.c common/quote.h \
 	common/hashmap.c common/hashmap.h \
 	common/statedir.c common/statedir.h \

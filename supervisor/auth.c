@@ -411,6 +411,16 @@ eosd_auth_identify(struct eosd_auth *a, const struct eos_digest *d, struct eosd_
 }
 
 int
+eosd_auth_identify_header(struct eosd_auth *a, const char *header, struct eosd_auth_scope *ret,
+			  int *ret_kind, struct eos_error *err)
+{
+	struct eos_digest d;
+	int r = bearer_digest(header, &d, ret_kind, err);
+
+	return r < 0 ? r : eosd_auth_identify(a, &d, ret, ret_kind, err);
+}
+
+int
 eosd_auth_check(struct eosd_auth *a, const char *header, const struct eos_op *op,
 		const char *sandbox_id, struct eosd_auth_scope *ret, int *ret_kind,
 		struct eos_error *err)

@@ -69,10 +69,16 @@ int eosd_auth_check_digest(struct eosd_auth *a, const struct eos_digest *d, cons
 int eosd_auth_digest(const char *token, struct eos_digest *ret, int *ret_kind,
 		     struct eos_error *err);
 /*
- * What the token whose digest is d reaches: 0 with *ret, or -EACCES with *ret_kind
- * EOS_ERRKIND_UNAUTHORIZED (unknown, revoked, expired) and a message saying which.
+ * What the token whose digest is d reaches, whatever the operation: 0 with *ret, or -EACCES
+ * with *ret_kind EOS_ERRKIND_UNAUTHORIZED (unknown, revoked, expired) and a message saying which.
  */
 int eosd_auth_identify(struct eosd_auth *a, const struct eos_digest *d, struct eosd_auth_scope *ret,
+		       int *ret_kind, struct eos_error *err);
+/*
+ * eosd_auth_identify() of the Authorization header's bearer token: eosd_auth_check() without
+ * its surface and sandbox checks (the MCP endpoint serves the token's surface).
+ */
+int eosd_auth_identify_header(struct eosd_auth *a, const char *header, struct eosd_auth_scope *ret,
 		       int *ret_kind, struct eos_error *err);
 
 /*

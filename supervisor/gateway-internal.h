@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * supervisor/gateway: what its files share — gateway.c (sockets, the connection cap, signals,
- * the loop), gateway-request.c (a request: loop-side checks, the worker's parsing and handler)
- * and gateway-reply.c (replies, plain or streamed, from the workers back to the loop).
+ * the loop), gateway-request.c (a request: loop-side checks, the worker's parsing and handler),
+ * gateway-reply.c (replies, plain or streamed, from the workers back to the loop),
+ * gateway-kept.c (streams kept after their handler) and gateway-mcp.c (requests to /mcp).
  */
 #pragma once
 
@@ -16,6 +17,7 @@
 
 #include "supervisor/auth.h"
 #include "supervisor/gateway.h"
+#include "supervisor/mcp-http.h"
 #include "supervisor/pool.h"
 #include "supervisor/stream.h"
 
@@ -23,9 +25,13 @@ struct bufferevent;
 struct evbuffer;
 struct eosd_console;
 
-/* The events of a streamed request (supervisor/stream.h), inside its job. */
+/*
+ * The events of a streamed request (supervisor/stream.h): inside its job, or made by
+ * eosd_stream_new_sink() for a function of the caller's (job NULL).
+ */
 struct eosd_stream {
 	struct eosd_job *job;
+	struct eosd_stream_sink sink;
 	int64_t next_progress_ns; /* the handler's thread only */
 };
 
@@ -64,6 +70,9 @@ struct eosd_job {
 	bool started;		     /* the stream's 200 and headers are written */
 	struct eosd_job *taken_next; /* in the list the loop took */
 	struct eosd_job *kept_next;  /* on gw->kept */
+	/* a request to /mcp (gateway-mcp.c), else NULL; owned: its events are JSON-RPC messages
+	 * and its reply one message, or none (supervisor/mcp-http.h) */
+	struct eosd_mcp_request *mcp;
 };
 
 /* A connection handed to evhttp (gateway.c: the connection cap and the request deadline). */
@@ -84,6 +93,7 @@ struct eosd_gateway {
 	struct eosd_job *kept;	 /* streams kept open after their handler; loop thread only */
 	struct event *sig_term, *sig_int;
 	struct event *drain_ev, *sweep_ev;
+	struct eosd_mcp *mcp; /* the /mcp endpoint's sessions (supervisor/mcp-http.h) */
 	struct evhttp_bound_socket *bound[2];
 	size_t nbound;
 	char *unix_path;
@@ -126,11 +136,23 @@ void eosd_gateway_send_errorf(struct evhttp_request *req, int kind, const char *
  * details. NULL on OOM.
  */
 char *eosd_gateway_error_text(int kind, const char *message, json_t *details, const char *trace_id);
+/*
+ * A job for req (loop thread), its body moved out of req, its times taken; NULL when out of
+ * memory (nothing is answered).
+ */
+struct eosd_job *eosd_gateway_job_new(struct eosd_gateway *gw, struct evhttp_request *req);
 /* A job refused before it was queued (the loop thread; the reply is written). */
 void eosd_gateway_job_free(struct eosd_job *j);
 /* gateway-reply.c: on the worker */
 /* The handler is about to run: open j's stream if its client asked for one. */
 void eosd_gateway_job_open(struct eosd_job *j);
+/* Begin j's reply as a stream of events now (any thread). */
+void eosd_gateway_job_stream(struct eosd_job *j);
+/*
+ * Queue the event name with text (JSON) for j's stream (any thread): 0, -ENOBUFS when more than
+ * EOSD_STREAM_QUEUE_MAX bytes of it wait for the loop (the event is dropped), -ENOMEM.
+ */
+int eosd_gateway_job_event(struct eosd_job *j, const char *name, const char *text);
 /* The worker is done with j (status and reply set): hand it to the loop. */
 void eosd_gateway_job_finish(struct eosd_job *j);
 /* gateway-reply.c: on the loop */
@@ -149,6 +171,9 @@ int eosd_gateway_event_format(struct eos_buf *b, const char *name, const char *t
 void eosd_gateway_stream_chunk(struct eosd_job *j, const void *p, size_t len);
 /* Write what the workers handed back: events and replies (loop thread, or after it stopped). */
 void eosd_gateway_flush_done(struct eosd_gateway *gw);
+/* gateway-mcp.c: the hook of a request to /mcp (loop), and its reply when not streamed. */
+void eosd_gateway_mcp(struct eosd_gateway *gw, struct evhttp_request *req);
+void eosd_gateway_mcp_send(struct eosd_job *j);
 /* One admitted request is settled: its reply written, or its client gone. */
 void eosd_gateway_settled(struct eosd_gateway *gw);
 /* req was queued: count it in flight until its reply is written or its client gone. */

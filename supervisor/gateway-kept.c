@@ -137,6 +137,7 @@ eosd_gateway_kept_end_all(struct eosd_gateway *gw)
 {
 	while (gw->kept)
 		kept_end(gw, gw->kept);
+	eosd_mcp_wake(gw->mcp); /* /mcp's followers see eosd stopping and end */
 }
 
 void
@@ -156,6 +157,8 @@ eosd_stream_wake(struct eosd *d)
 {
 	struct eosd_gateway *gw = d ? d->gateway : NULL;
 
-	if (gw)
-		event_active(gw->kept_ev, EV_READ, 1);
+	if (!gw)
+		return;
+	event_active(gw->kept_ev, EV_READ, 1);
+	eosd_mcp_wake(gw->mcp); /* /mcp's followers are pulled on the pool */
 }

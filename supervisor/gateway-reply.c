@@ -31,6 +31,7 @@
 #include "common/json.h"
 
 #include "supervisor/gateway-internal.h"
+#include "supervisor/ops.h"
 
 static const char oom_text[] =
 	"{\"error\":{\"kind\":\"out_of_memory\",\"message\":\"eosd: out of memory\"}}";
@@ -57,18 +58,8 @@ char *
 eosd_gateway_error_text(int kind, const char *message, json_t *details, const char *trace_id)
 {
 	EOS_CLEANUP(json_decrefp)
-	json_t *e = json_pack("{s:s, s:s}", "kind", eos_errkind_name(kind), "message", message);
-	EOS_CLEANUP(json_decrefp) json_t *root = NULL;
+	json_t *root = eosd_error_envelope(kind, message, details, trace_id);
 
-	if (!e) {
-		json_decref(details);
-		return NULL;
-	}
-	if (details && eos_json_set(e, "details", details) < 0)
-		return NULL;
-	if (trace_id && *trace_id && eos_json_set(e, "trace_id", json_string(trace_id)) < 0)
-		return NULL;
-	root = json_pack("{s:O}", "error", e);
 	return root ? json_dumps(root, JSON_COMPACT) : NULL;
 }
 
@@ -93,11 +84,33 @@ eosd_gateway_send_errorf(struct evhttp_request *req, int kind, const char *fmt, 
 	eosd_gateway_send_error(req, kind, msg);
 }
 
+struct eosd_job *
+eosd_gateway_job_new(struct eosd_gateway *gw, struct evhttp_request *req)
+{
+	struct eosd_job *j = calloc(1, sizeof(*j));
+
+	if (j)
+		j->call.body_fd = -1; /* before any free: 0 would close stdin */
+	if (!j || !(j->in = evbuffer_new()) ||
+	    evbuffer_add_buffer(j->in, evhttp_request_get_input_buffer(req)) < 0) {
+		if (j)
+			eosd_gateway_job_free(j);
+		return NULL;
+	}
+	j->gw = gw;
+	j->req = req;
+	j->start_wall = eos_wall_ns();
+	j->start_mono = eos_mono_ns();
+	j->call.kind = -1;
+	return j;
+}
+
 void
 eosd_gateway_job_free(struct eosd_job *j)
 {
 	if (j->call.body_fd >= 0)
 		close(j->call.body_fd);
+	free(j->mcp);
 	if (j->in)
 		evbuffer_free(j->in);
 	json_decref(j->body);
@@ -124,12 +137,18 @@ post_locked(struct eosd_job *j)
 void
 eosd_gateway_job_open(struct eosd_job *j)
 {
-	struct eosd_gateway *gw = j->gw;
-
 	if (!j->wants_stream)
 		return;
 	j->stream = (struct eosd_stream){ .job = j };
 	j->call.stream = &j->stream;
+	eosd_gateway_job_stream(j);
+}
+
+void
+eosd_gateway_job_stream(struct eosd_job *j)
+{
+	struct eosd_gateway *gw = j->gw;
+
 	pthread_mutex_lock(&gw->done_lock);
 	j->opened = true;
 	post_locked(j);
@@ -175,12 +194,27 @@ event_name_valid(const char *name)
 }
 
 int
+eosd_gateway_job_event(struct eosd_job *j, const char *name, const char *text)
+{
+	struct eosd_gateway *gw = j->gw;
+	int r;
+
+	pthread_mutex_lock(&gw->done_lock);
+	if (j->events.len > EOSD_STREAM_QUEUE_MAX)
+		r = -ENOBUFS;
+	else if ((r = eosd_gateway_event_format(&j->events, name, text)) == 0)
+		post_locked(j);
+	pthread_mutex_unlock(&gw->done_lock);
+	if (r == 0)
+		event_active(gw->done_ev, EV_READ, 1);
+	return r;
+}
+
+int
 eosd_stream_send(struct eosd_stream *s, const char *name, json_t *data)
 {
 	EOS_CLEANUP(json_decrefp) json_t *d = data;
 	cleanup_free char *text = NULL;
-	struct eosd_gateway *gw;
-	int r = 0;
 
 	if (!s || !d)
 		return 0;
@@ -188,16 +222,9 @@ eosd_stream_send(struct eosd_stream *s, const char *name, json_t *data)
 	text = json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY);
 	if (!text)
 		return -ENOMEM;
-	gw = s->job->gw;
-	pthread_mutex_lock(&gw->done_lock);
-	if (s->job->events.len > EOSD_STREAM_QUEUE_MAX)
-		r = -ENOBUFS;
-	else if ((r = eosd_gateway_event_format(&s->job->events, name, text)) == 0)
-		post_locked(s->job);
-	pthread_mutex_unlock(&gw->done_lock);
-	if (r == 0)
-		event_active(gw->done_ev, EV_READ, 1);
-	return r;
+	if (!s->job)
+		return s->sink.event ? s->sink.event(s->sink.arg, name, text) : 0;
+	return eosd_gateway_job_event(s->job, name, text);
 }
 
 int
@@ -229,9 +256,27 @@ eosd_stream_keep(struct eosd_stream *s, const struct eosd_stream_source *src)
 {
 	if (!s)
 		return -ENOTCONN;
+	if (!s->job)
+		return s->sink.keep ? s->sink.keep(s->sink.arg, src) : -ENOTCONN;
 	s->job->keep = *src;
 	s->job->kept = true;
 	return 0;
+}
+
+struct eosd_stream *
+eosd_stream_new_sink(const struct eosd_stream_sink *sink)
+{
+	struct eosd_stream *s = calloc(1, sizeof(*s));
+
+	if (s)
+		s->sink = *sink;
+	return s;
+}
+
+void
+eosd_stream_free(struct eosd_stream *s)
+{
+	free(s);
 }
 
 /* --- on the loop: settling -------------------------------------------------------------------- */
@@ -316,16 +361,20 @@ eosd_gateway_stream_chunk(struct eosd_job *j, const void *p, size_t len)
 	evbuffer_free(buf);
 }
 
-/* The last chunk: the handler's reply as a "result" or "error" event. */
+/*
+ * The last chunk: the handler's reply as a "result" or "error" event; an /mcp request's reply
+ * (a JSON-RPC message, or none) as its "message".
+ */
 static void
 stream_end(struct eosd_job *j)
 {
 	bool ok = j->reply && j->status == 200;
+	const char *name = j->mcp ? "message" : ok ? "result" : "error";
+	const char *text = j->reply ? j->reply : j->mcp ? NULL : oom_text;
 	struct eos_buf b;
 
 	eos_buf_init(&b);
-	if (eosd_gateway_event_format(&b, ok ? "result" : "error",
-				      j->reply ? j->reply : oom_text) == 0)
+	if (text && eosd_gateway_event_format(&b, name, text) == 0)
 		eosd_gateway_stream_chunk(j, b.data, b.len);
 	eos_buf_release(&b);
 	evhttp_send_reply_end(j->req);
@@ -375,6 +424,8 @@ job_reply(struct eosd_gateway *gw, struct eosd_job *j)
 		evhttp_connection_set_closecb(c, reply_lost_cb, gw);
 	if (j->started)
 		stream_end(j);
+	else if (j->mcp)
+		eosd_gateway_mcp_send(j);
 	else if (j->reply && j->status == 200 && j->call.body_fd >= 0)
 		send_body(j);
 	else

@@ -314,21 +314,14 @@ job_new(struct eosd_gateway *gw, struct evhttp_request *req, const struct eos_op
 {
 	const char *auth =
 		evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-	struct eosd_job *j = calloc(1, sizeof(*j));
+	struct eosd_job *j = eosd_gateway_job_new(gw, req);
 	struct eos_error err = { 0 };
 	int kind = EOS_ERRKIND_UNAUTHORIZED;
 
-	if (!j || !(j->in = evbuffer_new()) ||
-	    evbuffer_add_buffer(j->in, evhttp_request_get_input_buffer(req)) < 0) {
+	if (!j) {
 		eosd_gateway_send_error(req, EOS_ERRKIND_OUT_OF_MEMORY, "eosd: out of memory");
-		if (j)
-			eosd_gateway_job_free(j);
 		return NULL;
 	}
-	j->gw = gw;
-	j->req = req;
-	j->start_wall = eos_wall_ns();
-	j->start_mono = eos_mono_ns();
 	j->fn = eosd_ops_handler(op);
 	j->call = (struct eosd_call){ .op = op, .caller = &j->caller, .kind = -1, .body_fd = -1 };
 	if ((eosd_gateway_console_request(req)
@@ -429,6 +422,8 @@ eosd_gateway_request_cb(struct evhttp_request *req, void *arg)
 	}
 	if (eosd_gateway_console_route(gw, req, path))
 		return;
+	if (strcmp(path, "/mcp") == 0)
+		return eosd_gateway_mcp(gw, req);
 	if (!(op = route(req, path)))
 		return;
 	if (cmd != EVHTTP_REQ_POST)

@@ -414,7 +414,7 @@ loop_new(struct eosd_gateway *gw, struct eos_error *err)
 	evhttp_set_max_body_size(gw->http, EOSD_BODY_MAX + EOSD_BODY_SLACK);
 	evhttp_set_max_headers_size(gw->http, EOSD_HEADERS_MAX);
 	evhttp_set_timeout(gw->http, EOSD_IDLE_TIMEOUT_S);
-	evhttp_set_allowed_methods(gw->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+	evhttp_set_allowed_methods(gw->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
 	evhttp_set_gencb(gw->http, eosd_gateway_request_cb, gw);
 	evhttp_set_bevcb(gw->http, new_conn_cb, gw);
 	gw->done_ev = event_new(gw->base, -1, EV_PERSIST, eosd_gateway_done_cb, gw);
@@ -497,6 +497,8 @@ eosd_gateway_new(struct eosd *d, const struct eosd_gateway_options *opts, struct
 	if (r >= 0)
 		r = pool_new(gw, err);
 	if (r >= 0)
+		r = eosd_mcp_new(d, &gw->mcp, err);
+	if (r >= 0)
 		r = listen_all(gw, opts, err);
 	if (r < 0)
 		return r;
@@ -543,6 +545,7 @@ eosd_gateway_free(struct eosd_gateway *gw)
 			NULL); /* queued flush jobs still run: the pool runs its queue */
 	gw->d->pool = NULL;
 	eosd_pool_free(gw->pool); /* waits for the running handlers */
+	eosd_mcp_free(gw->mcp);	  /* ends the calls that follow events */
 	gw->d->gateway = NULL;
 	eosd_gateway_flush_done(gw);
 	eosd_gateway_kept_drop_all(gw);

@@ -10,7 +10,9 @@ supervisor_libeosd_a_SOURCES = supervisor/daemon.h \
 	supervisor/ops.h supervisor/ops.c supervisor/sandbox-ops.c \
 	supervisor/runfiles.h supervisor/runfiles.c \
 	supervisor/gateway-kept.c supervisor/gateway-console.c \
-	supervisor/console.h supervisor/console.c \
+	supervisor/console.h supervisor/console.c supervisor/gateway-mcp.c \
+	supervisor/mcp-http.h supervisor/mcp-http-internal.h supervisor/mcp-http.c \
+	supervisor/mcp-http-call.c \
 	supervisor/obs.h supervisor/obs-internal.h supervisor/obs.c supervisor/obs-follow.c \
 	supervisor/obs-ops.c supervisor/obs-snapshot.c supervisor/obs-layers.c supervisor/obs-record.c \
 	supervisor/cgroup.h supervisor/cgroup-internal.h supervisor/cgroup.c \

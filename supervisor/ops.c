@@ -5,6 +5,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/cleanup.h"
+#include "common/errkind.h"
+#include "common/json.h"
+
 #include "supervisor/auth.h"
 #include "supervisor/obs.h"
 #include "supervisor/session.h"
@@ -51,11 +55,20 @@ op_revoke_token(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_er
 	return eosd_auth_revoke(d->auth, id ? id : "", out, err);
 }
 
+/* ping: eosd answers, and says what the caller's token reaches (eos-mcp asks it so). */
 static int
 op_ping(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
 {
-	(void)d, (void)c, (void)err;
-	*out = json_pack("{s:b}", "ok", 1);
+	const struct eosd_caller *who = c->caller;
+
+	(void)d, (void)err;
+	if (!who) {
+		*out = json_pack("{s:b}", "ok", 1);
+		return *out ? 0 : -ENOMEM;
+	}
+	*out = json_pack("{s:b,s:{s:s,s:s?,s:s?}}", "ok", 1, "token", "surface",
+			 eos_surface_name(who->surface), "sandbox_id", who->sandbox, "token_id",
+			 who->token_id);
 	return *out ? 0 : -ENOMEM;
 }
 
@@ -103,6 +116,23 @@ static const struct {
 	{ "cgroup", eosd_op_cgroup },
 	{ "layerstack", eosd_op_layerstack },
 };
+
+json_t *
+eosd_error_envelope(int kind, const char *message, json_t *details, const char *trace_id)
+{
+	EOS_CLEANUP(json_decrefp)
+	json_t *e = json_pack("{s:s, s:s}", "kind", eos_errkind_name(kind), "message", message);
+
+	if (!e) {
+		json_decref(details);
+		return NULL;
+	}
+	if (details && eos_json_set(e, "details", details) < 0)
+		return NULL;
+	if (trace_id && *trace_id && eos_json_set(e, "trace_id", json_string(trace_id)) < 0)
+		return NULL;
+	return json_pack("{s:O}", "error", e);
+}
 
 eosd_handler_fn
 eosd_ops_handler(const struct eos_op *op)

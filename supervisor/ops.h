@@ -25,6 +25,13 @@ int eosd_op_squash_layerstacks(struct eosd *d, struct eosd_call *c, json_t **out
 int eosd_op_export_changes(struct eosd *d, struct eosd_call *c, json_t **out,
 			   struct eos_error *err);
 
+/*
+ * The error envelope {"error":{"kind","message","details"?,"trace_id"?}} of every failed
+ * operation (the gateway's reply, an MCP tool's result); details stolen (NULL: none), trace_id
+ * NULL or "": none. NULL when out of memory.
+ */
+json_t *eosd_error_envelope(int kind, const char *message, json_t *details, const char *trace_id);
+
 /* The version v as JSON: "L000003". */
 json_t *eosd_json_version(uint64_t v);
 /* The time ns (since the epoch) as JSON: "2026-12-01T22:31:34Z" (session-mount.c). */

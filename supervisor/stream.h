@@ -73,3 +73,20 @@ struct eosd_stream_source {
 int eosd_stream_keep(struct eosd_stream *s, const struct eosd_stream_source *src);
 /* Wake the loop to pull every kept stream of d's gateway; nothing when no gateway runs. */
 void eosd_stream_wake(struct eosd *d);
+
+/*
+ * A stream whose events go to functions of the caller's instead of an HTTP client (eosd's MCP
+ * endpoint: each event becomes a progress notification; supervisor/mcp-http.h). event(arg,
+ * name, json) gets each event on the thread that sends it (throttled as above); keep(arg, src)
+ * is eosd_stream_keep() (0, or a negative errno to refuse). Either may be NULL: events dropped,
+ * keep refused with -ENOTCONN.
+ */
+struct eosd_stream_sink {
+	int (*event)(void *arg, const char *name, const char *json);
+	int (*keep)(void *arg, const struct eosd_stream_source *src);
+	void *arg;
+};
+/* A stream for sink (copied); NULL when out of memory. Free with eosd_stream_free(). */
+struct eosd_stream *eosd_stream_new_sink(const struct eosd_stream_sink *sink);
+/* Free a stream of eosd_stream_new_sink() (NULL-safe). */
+void eosd_stream_free(struct eosd_stream *s);

@@ -236,10 +236,14 @@ health_ping_version() {
 	code=$(curl -s --unix-socket "$SOCK" -o "$T/.body" -w '%{http_code}' http://eosd/v1/health)
 	body=$(cat "$T/.body")
 	expect_reply 200 "" "" "GET /v1/health answers without a token"
-	local t
+	local t surface=(management runtime observability) i=0
 	for t in "$MT" "$RT" "$OT"; do
 		api "$t" observability/ping '{}'
 		expect_reply 200 "" "" "ping answers any surface token"
+		check "... naming the token's surface (${surface[i]}), no sandbox, no id" \
+			test "$(field '[d["token"][k] for k in ("surface", "sandbox_id", "token_id")]')" = \
+			"[\"${surface[i]}\", null, null]"
+		i=$((i + 1))
 	done
 	api "$OT" observability/version '{"request_id": "r-1"}'
 	expect_reply 200 "" "" "version answers"
@@ -366,6 +370,10 @@ issued_tokens() {
 		test "$code" != 401 -a "$code" != 403 -a "$code" != 400
 	api "$LT" management/list_sandboxes '{}'
 	expect_reply 403 forbidden "runtime token" "an issued runtime token cannot manage"
+	api "$LT" observability/ping '{}'
+	check "ping with it names its surface, sandbox and id" \
+		test "$(field '[d["token"][k] for k in ("surface", "sandbox_id")] + [d["token"]["token_id"].startswith("tok-")]')" = \
+		'["runtime", "s1", true]'
 	api "$MT" management/issue_token '{"sandbox_id": "s1", "args": {"surface": "management"}}'
 	expect_reply 400 invalid_request "'surface'" "issue_token refuses a management token"
 	api "$MT" management/issue_token '{"sandbox_id": "nope", "args": {"surface": "runtime"}}'
@@ -439,16 +447,6 @@ EOF
 
 FP_ST=$T/state-fp
 FP_SOCK=$T/fp.sock
-
-# Wait (up to 60 s) for file $1.
-wait_file() {
-	local i
-	for ((i = 0; i < 1200; i++)); do
-		[[ -e $1 ]] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 # An eosd of its own in the foreground, its environment with $@ added (FP_PID, log $T/fp.log).
 start_fp_eosd() {

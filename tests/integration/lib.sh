@@ -8,6 +8,7 @@
 #	run eos_store --store "$T/s" ls # sets $rc, $out (stdout), $err (stderr)
 #	expect_rc 0 "ls succeeds"       # one TAP line; on failure prints the captured output
 #	check "tree equal" cmp a b      # one TAP line from a command's status
+#	wait_file PATH                  # until PATH exists (at most 60 s)
 #	tap_done                        # prints the plan "1..N" and exits 1 when anything failed
 #
 # Binaries come from $top_builddir (the Makefile exports top_builddir and top_srcdir); by hand,
@@ -189,6 +190,16 @@ eosd_runtime_dir() {
 	local real
 	real=$(realpath -m "$1") || return 1
 	printf '%s/%s\n' "${EOS_RUNTIME_DIR:?}" "$(printf '%s' "$real" | sha256sum | cut -c1-16)"
+}
+
+# Wait (up to 60 s) for file $1.
+wait_file() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		[[ -e $1 ]] && return 0
+		sleep 0.05
+	done
+	return 1
 }
 
 # Sleep $1 milliseconds.

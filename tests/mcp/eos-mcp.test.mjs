@@ -10,25 +10,14 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import Ajv from 'ajv';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { allTools, call, check, checkAllCalled, makeSource, ok, run, testFlow,
+	validateSchemas } from './lib.mjs';
 
 const BIN = process.env.EOS_MCP_BIN;
 const TMP = process.env.MCP_TMP;
-let failures = 0;
-const called = new Set();
-
-function check(desc, cond, detail) {
-	console.log(`${cond ? 'ok' : 'not ok'} - ${desc}`);
-	if (!cond) {
-		failures++;
-		if (detail !== undefined)
-			console.log(`# ${JSON.stringify(detail)?.slice(0, 2000)}`);
-	}
-	return cond;
-}
 
 async function connect(args, env) {
 	const transport = new StdioClientTransport({
@@ -40,73 +29,6 @@ async function connect(args, env) {
 	const client = new Client({ name: 'eos-mcp-test', version: '1.0.0' });
 	await client.connect(transport);
 	return client;
-}
-
-// Every tool of client, through every page.
-async function allTools(client) {
-	const tools = [];
-	let cursor;
-	let pages = 0;
-	do {
-		const page = await client.listTools(cursor ? { cursor } : {});
-		tools.push(...page.tools);
-		cursor = page.nextCursor;
-		pages++;
-	} while (cursor);
-	// listTools caches the output schemas the client validates results with: the last page's
-	// only, so list once more in one go for callTool to know them all
-	client.cacheToolMetadata(tools);
-	return { tools, pages };
-}
-
-// Call tool name with args: the result (isError or not). Remembers that name was called.
-async function call(client, name, args, options) {
-	called.add(name);
-	return client.callTool({ name, arguments: args }, undefined, options);
-}
-
-// Call and expect success: the structured content.
-async function ok(client, name, args, desc, options) {
-	let res;
-	try {
-		res = await call(client, name, args, options);
-	} catch (e) {
-		check(desc, false, String(e));
-		return undefined;
-	}
-	check(desc, !res.isError && typeof res.structuredContent === 'object' &&
-		res.content?.[0]?.type === 'text', res);
-	return res.structuredContent;
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function validateSchemas(tools, label) {
-	const ajv = new Ajv({ strict: true, allErrors: true });
-	let good = true;
-	const bad = [];
-	for (const t of tools) {
-		try {
-			const v = ajv.compile(t.inputSchema);
-			ajv.compile(t.outputSchema);
-			// every default is a value its own property accepts
-			for (const [k, p] of Object.entries(t.inputSchema.properties ?? {}))
-				if ('default' in p && !ajv.validate(p, p.default))
-					bad.push(`${t.name}.${k} default`);
-			if (t.inputSchema.additionalProperties !== false)
-				bad.push(`${t.name}: additionalProperties`);
-			if (v({ no_such_argument: 1 }))
-				bad.push(`${t.name}: accepts an unknown argument`);
-			if (typeof t.description !== 'string' || !t.annotations ||
-			    typeof t.annotations.readOnlyHint !== 'boolean')
-				bad.push(`${t.name}: description or annotations`);
-		} catch (e) {
-			bad.push(`${t.name}: ${e.message}`);
-		}
-	}
-	good = bad.length === 0;
-	check(`${label}: every inputSchema and outputSchema compiles (ajv strict), defaults valid`,
-		good, bad);
 }
 
 async function testSurfaces() {
@@ -187,176 +109,6 @@ async function testProtocolErrors() {
 	check('notifications are never answered, nothing else was sent', lines.length === 7, lines);
 }
 
-async function testManagementAndRuntime(src) {
-	const c = await connect(['--set', 'all']);
-	await allTools(c);
-
-	// progress notifications of an import
-	const progress = [];
-	const sb = await ok(c, 'create_sandbox', { source: src, id: 'mcp1' },
-		'create_sandbox imports a directory',
-		{ onprogress: (p) => progress.push(p) });
-	check('create_sandbox: progress notifications with a message', progress.length > 0 &&
-		progress.every((p, i) => typeof p.message === 'string' && p.progress === i + 1),
-	progress);
-	check('create_sandbox: the result in structuredContent', sb?.sandbox_id === 'mcp1', sb);
-
-	const list = await ok(c, 'list_sandboxes', {}, 'list_sandboxes');
-	check('list_sandboxes: names mcp1', list?.sandboxes?.some((s) => s.sandbox_id === 'mcp1'));
-	await ok(c, 'inspect_sandbox', { sandbox_id: 'mcp1' }, 'inspect_sandbox');
-
-	// bad arguments: a tool result, not a protocol error
-	let r = await call(c, 'file_read', { sandbox_id: 'mcp1', path: 'a.txt', limit: 0 });
-	check('a value out of range: isError, invalid_request naming the argument',
-		r.isError && r.structuredContent?.error?.kind === 'invalid_request' &&
-		/limit/.test(r.content[0].text), r);
-	r = await call(c, 'file_read', { path: 'a.txt' });
-	check('a missing sandbox_id: isError naming it',
-		r.isError && /sandbox_id/.test(r.content[0].text), r);
-	r = await call(c, 'list_sandboxes', { bogus: true });
-	check('an unknown argument: isError naming it', r.isError && /bogus/.test(r.content[0].text), r);
-	try {
-		await c.callTool({ name: 'no_such_tool', arguments: {} });
-		check('an unknown tool: a protocol error', false);
-	} catch (e) {
-		check('an unknown tool: a protocol error (-32602)', e.code === -32602, String(e));
-	}
-	r = await call(c, 'inspect_sandbox', { sandbox_id: 'nope' });
-	check("eosd's error envelope: isError, kind and message",
-		r.isError && r.structuredContent?.error?.kind === 'not_found' &&
-		/^not_found: /.test(r.content[0].text), r);
-
-	// sessions and files
-	const S = { sandbox_id: 'mcp1' };
-	await ok(c, 'create_workspace_session', { ...S, workspace_session_id: 'wa' }, 'create_workspace_session wa');
-	await ok(c, 'create_workspace_session', { ...S, workspace_session_id: 'wb' }, 'create_workspace_session wb');
-	const sl = await ok(c, 'list_workspace_sessions', S, 'list_workspace_sessions');
-	check('list_workspace_sessions: both', JSON.stringify(sl).includes('wa') && JSON.stringify(sl).includes('wb'), sl);
-	await ok(c, 'inspect_workspace_session', { ...S, workspace_session_id: 'wa' }, 'inspect_workspace_session');
-	const rd = await ok(c, 'file_read', { ...S, path: 'a.txt' }, 'file_read');
-	check('file_read: the content', JSON.stringify(rd).includes('one'), rd);
-	await ok(c, 'file_write', { ...S, workspace_session_id: 'wa', path: 'new.txt', content: 'hello\n' }, 'file_write');
-	await ok(c, 'file_edit', { ...S, workspace_session_id: 'wa', path: 'a.txt',
-		edits: [{ old_string: 'one', new_string: 'ONE-a' }] }, 'file_edit in wa');
-	await ok(c, 'file_edit', { ...S, workspace_session_id: 'wb', path: 'a.txt',
-		edits: [{ old_string: 'one', new_string: 'ONE-b' }] }, 'file_edit in wb (the same line)');
-	const fl = await ok(c, 'file_list', { ...S, workspace_session_id: 'wa' }, 'file_list');
-	check('file_list: the new file', JSON.stringify(fl).includes('new.txt'), fl);
-	const mnt = path.join(TMP, 'mnt');
-	fs.mkdirSync(mnt);
-	await ok(c, 'mount_workspace_session', { ...S, workspace_session_id: 'wa', path: mnt }, 'mount_workspace_session');
-	check('the mounted view shows the session', fs.readFileSync(path.join(mnt, 'new.txt'), 'utf8') === 'hello\n');
-	await ok(c, 'unmount_workspace_session', { ...S, workspace_session_id: 'wa' }, 'unmount_workspace_session');
-	await ok(c, 'fork_workspace_session', { ...S, workspace_session_id: 'wa', new_workspace_session_id: 'wf' }, 'fork_workspace_session');
-	await ok(c, 'destroy_workspace_session', { ...S, workspace_session_id: 'wf' }, 'destroy_workspace_session');
-
-	// a command that yields, takes stdin, completes
-	let ex = await ok(c, 'exec_command', { ...S, workspace_session_id: 'wa',
-		cmd: 'echo start; read x; echo "got $x"', yield_time_ms: 300 }, 'exec_command that waits for input');
-	check('exec_command: running at its yield', ex?.status === 'running' &&
-		/start/.test(ex?.output), ex);
-	const cmdId = ex?.command_session_id;
-	ex = await ok(c, 'write_command_stdin', { ...S, command_session_id: cmdId, chars: 'abc\n',
-		yield_time_ms: 5000 }, 'write_command_stdin');
-	check('write_command_stdin: the command completed with its output',
-		ex?.status === 'completed' && /got abc/.test(ex?.output), ex);
-	const lines = await ok(c, 'read_command_lines', { ...S, command_session_id: cmdId }, 'read_command_lines');
-	check('read_command_lines: the transcript', JSON.stringify(lines?.lines).includes('got abc'), lines);
-
-	// a long yield, followed in steps: progress, the outputs joined
-	const eprog = [];
-	ex = await ok(c, 'exec_command', { ...S, workspace_session_id: 'wa',
-		cmd: 'for i in 1 2 3; do echo tick$i; sleep 0.4; done', yield_time_ms: 10000 },
-	'exec_command with a long yield', { onprogress: (p) => eprog.push(p) });
-	check('exec_command: progress while it runs, the whole output at the end',
-		eprog.length >= 1 && ex?.status === 'completed' &&
-		/tick1\ntick2\ntick3/.test(ex?.output), { eprog, ex });
-
-	// cancel through the SDK's AbortSignal (notifications/cancelled): Ctrl-C to the command
-	const ac = new AbortController();
-	let runningId;
-	const p = call(c, 'exec_command', { ...S, workspace_session_id: 'wa', cmd: 'sleep 60',
-		yield_time_ms: 30000 }, {
-		signal: ac.signal,
-		onprogress: (n) => {
-			runningId = /^(\S+): running/.exec(n.message)?.[1];
-			ac.abort('enough');
-		},
-	});
-	let aborted = false;
-	try {
-		await p;
-	} catch (e) {
-		aborted = true;
-	}
-	check('a cancelled call is rejected by the client', aborted && runningId !== undefined, runningId);
-	let st;
-	for (let i = 0; i < 100 && runningId; i++) {
-		st = await call(c, 'read_command_lines', { ...S, command_session_id: runningId });
-		if (st.structuredContent?.status !== 'running')
-			break;
-		await sleep(100);
-	}
-	check('the cancelled command was stopped as by Ctrl-C (status cancelled)',
-		st?.structuredContent?.status === 'cancelled', st?.structuredContent);
-	await ok(c, 'ping', {}, 'ping answers after a cancel');
-
-	// publish: one accepted, the other rejected with its conflicts in structuredContent
-	const pa = await ok(c, 'publish_workspace_session', { ...S, workspace_session_id: 'wa' }, 'publish wa');
-	check('publish wa: a new version', typeof pa?.version === 'string', pa);
-	r = await call(c, 'publish_workspace_session', { ...S, workspace_session_id: 'wb' });
-	check('publish wb is rejected: isError, publish_rejected with conflicts',
-		r.isError && r.structuredContent?.error?.kind === 'publish_rejected' &&
-		r.structuredContent.error.details?.conflicts?.[0]?.path === 'a.txt', r);
-	await ok(c, 'destroy_workspace_session', { ...S, workspace_session_id: 'wb' }, 'destroy wb');
-	const bl = await ok(c, 'file_blame', { ...S, path: 'a.txt' }, 'file_blame');
-	check('file_blame: line 1 is the published session\'s', bl?.ranges?.[0]?.owner === 'workspace_session:wa', bl);
-
-	// an implicit session: exec without a session id
-	ex = await ok(c, 'exec_command', { ...S, cmd: 'echo implicit > imp.txt' }, 'exec_command in an implicit session');
-
-	const xprog = [];
-	const patch = await ok(c, 'export_changes', { ...S, format: 'patch' }, 'export_changes as a patch',
-		{ onprogress: (n) => xprog.push(n) });
-	check('export_changes: the patch inline', /ONE-a/.test(patch?.patch ?? ''), patch);
-	await ok(c, 'squash_layerstacks', S, 'squash_layerstacks');
-	const tok = await ok(c, 'issue_token', { ...S, surface: 'runtime' }, 'issue_token');
-	await ok(c, 'revoke_token', { token_id: tok?.token_id ?? 'x' }, 'revoke_token');
-
-	// observability
-	await ok(c, 'version', {}, 'version');
-	await ok(c, 'snapshot', {}, 'snapshot');
-	await ok(c, 'snapshot', S, 'snapshot of one sandbox');
-	await ok(c, 'trace', { last: true }, 'trace --last');
-	await ok(c, 'events', { last_n: 5 }, 'events');
-	r = await call(c, 'events', { follow: true });
-	check('events follow without a progressToken: isError, invalid_request',
-		r.isError && r.structuredContent?.error?.kind === 'invalid_request', r);
-	const fac = new AbortController();
-	const followed = [];
-	let fended = false;
-	try {
-		await call(c, 'events', { follow: true, last_n: 3 }, {
-			signal: fac.signal,
-			onprogress: (n) => {
-				followed.push(n);
-				if (followed.length === 3)
-					fac.abort('seen');
-			},
-		});
-	} catch (e) {
-		fended = true;
-	}
-	check('events follow: each event a progress notification, until cancelled',
-		fended && followed.length >= 3 && followed.every((n) => /^event: \{/.test(n.message)),
-	followed);
-	await ok(c, 'ping', {}, 'ping answers after a cancelled follow');
-	await ok(c, 'cgroup', { scope: 'sandbox', id: 'mcp1' }, 'cgroup');
-	await ok(c, 'layerstack', S, 'layerstack');
-	await c.close();
-	return c;
-}
-
 // EOS_NO_AUTOSTART=1 and no eosd: a tool error saying how to start it, no eosd started.
 async function testNoAutostart() {
 	const state = path.join(TMP, 'no-eosd');
@@ -385,6 +137,36 @@ async function testFixedSandbox() {
 	await c.close();
 }
 
+// A token limited to one sandbox (--token-file, no --sandbox-id): eos-mcp asks eosd which
+// sandbox it reaches, and its tools are that sandbox's, as with --sandbox-id.
+async function testLimitedToken() {
+	const m = await connect(['--set', 'management']);
+	await allTools(m);
+	const tok = await ok(m, 'issue_token', { sandbox_id: 'mcp1', surface: 'runtime' },
+		'issue_token for the limited token');
+	await m.close();
+	const file = path.join(TMP, 'mcp1.token');
+	fs.writeFileSync(file, `${tok?.token}\n`, { mode: 0o600 });
+	const c = await connect(['--set', 'runtime', '--token-file', file]);
+	const { tools } = await allTools(c);
+	check('a limited token alone: no tool has a sandbox_id property',
+		tools.length > 0 &&
+		tools.every((t) => !('sandbox_id' in (t.inputSchema.properties ?? {}))), tools.map((t) => t.name));
+	const rd = await ok(c, 'file_read', { path: 'a.txt' }, 'a limited token alone: file_read without a sandbox_id');
+	check('a limited token alone: reads its sandbox', JSON.stringify(rd).includes('ONE-a'), rd);
+	await c.close();
+	const bad = path.join(TMP, 'bad.token');
+	fs.writeFileSync(bad, `${'0'.repeat(64)}\n`, { mode: 0o600 });
+	const child = spawn(BIN, ['--set', 'runtime', '--token-file', bad],
+		{ stdio: ['pipe', 'pipe', 'pipe'] });
+	let err = '';
+	child.stderr.on('data', (d) => { err += d; });
+	child.stdin.end();
+	const status = await new Promise((r) => child.on('close', r));
+	check('an unknown token file: eos-mcp exits 1 saying so', status === 1 &&
+		/unknown token/.test(err), { status, err });
+}
+
 async function testDestroy() {
 	const c = await connect(['--set', 'management']);
 	await allTools(c);
@@ -393,24 +175,18 @@ async function testDestroy() {
 }
 
 async function main() {
-	const src = path.join(TMP, 'src');
-	fs.mkdirSync(path.join(src, 'dir'), { recursive: true });
-	fs.writeFileSync(path.join(src, 'a.txt'), 'one\ntwo\nthree\n');
-	for (let i = 0; i < 200; i++)
-		fs.writeFileSync(path.join(src, 'dir', `f${i}.txt`), `file ${i}\n`.repeat(50));
-
+	const src = makeSource(path.join(TMP, 'src'));
 	const expect = await testSurfaces();
 	await testProtocolErrors();
 	await testNoAutostart();
-	await testManagementAndRuntime(src);
+	const all = await connect(['--set', 'all']);
+	await allTools(all);
+	await testFlow(all, src, TMP, 'mcp1');
+	await all.close();
 	await testFixedSandbox();
+	await testLimitedToken();
 	await testDestroy();
-	const every = [...expect.management, ...expect.runtime, ...expect.observability];
-	const missed = every.filter((n) => !called.has(n));
-	check(`every tool of every surface was called (${every.length})`, missed.length === 0, missed);
+	checkAllCalled([expect.management, expect.runtime, expect.observability]);
 }
 
-main().then(() => process.exit(failures ? 1 : 0), (e) => {
-	check('the test ran to its end', false, String(e?.stack ?? e));
-	process.exit(1);
-});
+run(main);
