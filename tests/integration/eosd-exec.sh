@@ -263,11 +263,11 @@ statuses() {
 }
 
 yield_resume() {
-	ex x1 'sleep 2; echo done' yield_time_ms:=200
-	expect "'sleep 2; echo done' with yield 200: running, with a command_session_id" \
+	ex x1 'sleep 4; echo done' yield_time_ms:=200
+	expect "'sleep 4; echo done' with yield 200: running, with a command_session_id" \
 		'code == 200 and d["status"] == "running" and d["exit_code"] is None and d["command_session_id"]'
-	stdin_to '' yield_time_ms:=5000
-	expect "write_command_stdin '' with yield 5000: completed, output 'done'" \
+	stdin_to '' yield_time_ms:=30000
+	expect "write_command_stdin '' with yield 30000: completed, output 'done'" \
 		"$(ended completed 0) and out.strip() == \"done\""
 }
 
@@ -400,11 +400,11 @@ timeouts() {
 		"$(ended timed_out 124)"
 	check "... and neither sleep is left: the timeout kills the whole tree" \
 		eval "host_gone '$(sleep_re 106)' 10 && host_gone '$(sleep_re 107)' 10"
-	ex x1 "sleep 102.$M" timeout_ms:=3000 yield_time_ms:=0
-	expect "sleep 102 with timeout 3000, yield 0: running" \
+	ex x1 "sleep 102.$M" timeout_ms:=10000 yield_time_ms:=0
+	expect "sleep 102 with timeout 10000, yield 0: running" \
 		'code == 200 and d["status"] == "running"'
 	check "... its sleep runs on the host" host_seen "$(sleep_re 102)"
-	wait_ended 300
+	wait_ended 600
 	expect "... nobody waiting, read_command_lines then says timed_out, exit code 124" \
 		"$(ended timed_out 124)"
 	check "... and no sleep 102 is left on the host" host_gone "$(sleep_re 102)" 10
@@ -477,6 +477,9 @@ implicit_joined() {
 	call file_read path=j2.txt
 	expect "... the head does not have its file yet" 'code == 404'
 	CID=$first
+	call read_command_lines "command_session_id=$CID"
+	expect "... the first command still waits for its input" \
+		'code == 200 and d["status"] == "running" and d["publish"] is None'
 	stdin_to $'go\n'
 	expect "the first command, last to end, publishes the session" \
 		"$(ended completed 0) and d[\"publish\"][\"status\"] == \"published\""
@@ -489,8 +492,9 @@ implicit_joined() {
 busy() {
 	local id
 	create x2
-	ex x2 'sleep 5; echo b > busy.txt' yield_time_ms:=200
-	expect "sleep 5 runs in session x2" 'code == 200 and d["status"] == "running"'
+	ex x2 'read -r _; echo b > busy.txt' yield_time_ms:=200
+	expect "a command waiting for its input runs in session x2" \
+		'code == 200 and d["status"] == "running"'
 	id=$CID
 	call publish_workspace_session workspace_session_id=x2
 	expect "publish while it runs is refused: busy, naming $id" \
@@ -499,7 +503,7 @@ busy() {
 	expect "destroy while it runs is refused: busy, naming $id" \
 		"$(refused 409 busy) and \"$id\" in d[\"error\"][\"message\"]"
 	CID=$id
-	stdin_to ''
+	stdin_to $'go\n'
 	expect "... the command then completes" "$(ended completed 0)"
 	call publish_workspace_session workspace_session_id=x2
 	expect "after it ended, publish works: published" 'code == 200 and d["status"] == "published"'
