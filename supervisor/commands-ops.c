@@ -100,12 +100,12 @@ eosd_op_exec_command(struct eosd *d, struct eosd_call *c, json_t **out, struct e
 static int
 command_of(struct eosd *d, struct eosd_call *c, const char **ret, struct eos_error *err)
 {
-	char sb[EOS_SANDBOX_ID_MAX + 1];
+	struct eosd_command_place at;
 	const char *id = arg_str(c, "command_session_id");
 
 	*ret = id;
-	if (eosd_commands_sandbox_of(d->commands, id, sb, sizeof(sb)) == 0 &&
-	    strcmp(sb, c->sandbox_id) != 0)
+	if (eosd_commands_where(d->commands, id, &at) == 0 &&
+	    strcmp(at.sandbox, c->sandbox_id) != 0)
 		return eos_error_set(err, -ENOENT, "command '%s' does not exist in sandbox '%s'",
 				     id, c->sandbox_id);
 	return 0;

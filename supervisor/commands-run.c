@@ -978,21 +978,24 @@ eosd_commands_lines(struct eosd_commands *c, const char *id, int64_t offset, int
 }
 
 int
-eosd_commands_sandbox_of(struct eosd_commands *c, const char *id, char *out, size_t size)
+eosd_commands_where(struct eosd_commands *c, const char *id, struct eosd_command_place *ret)
 {
 	struct cmd *x;
 	json_t *kept = NULL;
 
+	*ret = (struct eosd_command_place){ 0 };
 	pthread_mutex_lock(&c->lock);
 	x = cmd_find(c, id);
-	if (x)
-		snprintf(out, size, "%s", x->sandbox);
-	else if ((kept = store_result(c, id)))
-		snprintf(out, size, "%s",
+	if (x) {
+		snprintf(ret->sandbox, sizeof(ret->sandbox), "%s", x->sandbox);
+		snprintf(ret->session, sizeof(ret->session), "%s", x->session);
+	} else if ((kept = store_result(c, id))) {
+		snprintf(ret->sandbox, sizeof(ret->sandbox), "%s",
 			 json_string_value(json_object_get(kept, "sandbox_id")) ?: "");
-	else
-		out[0] = '\0';
+		snprintf(ret->session, sizeof(ret->session), "%s",
+			 json_string_value(json_object_get(kept, "workspace_session_id")) ?: "");
+	}
 	pthread_mutex_unlock(&c->lock);
 	json_decref(kept);
-	return out[0] ? 0 : -ENOENT;
+	return ret->sandbox[0] ? 0 : -ENOENT;
 }

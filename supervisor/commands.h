@@ -115,8 +115,14 @@ int eosd_commands_stdin(struct eosd_commands *c, const struct eosd_stdin_req *q,
 void eosd_commands_quiesce(struct eosd_commands *c);
 int eosd_commands_lines(struct eosd_commands *c, const char *id, int64_t offset, int64_t limit,
 			json_t **out, struct eos_error *err);
-/* The sandbox of command id ("" when unknown), for the token check. */
-int eosd_commands_sandbox_of(struct eosd_commands *c, const char *id, char *out, size_t size);
+/* Where a command ran. */
+struct eosd_command_place {
+	char sandbox[EOS_SANDBOX_ID_MAX + 1];
+	char session[EOS_SESSION_NAME_MAX + 1];
+};
+/* Where command id ran (running, or retained): 0, or -ENOENT (then both are ""). For the token
+ * check, and to name a command's session in blame. */
+int eosd_commands_where(struct eosd_commands *c, const char *id, struct eosd_command_place *ret);
 
 /* The views' resolver: "operation:<command id>" for a process of a command, else -ENOENT. */
 int eosd_commands_resolve(struct eosd_commands *c, pid_t pid, char *out, size_t size);

@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/json.h"
 
+#include "supervisor/commands.h"
 #include "supervisor/files.h"
 #include "supervisor/obs.h"
 #include "supervisor/ops.h"
@@ -185,6 +186,37 @@ eosd_head_write(struct eosd *d, struct eosd_call *c, const char *path, const str
 /* --- blame -------------------------------------------------------------------------------------
  */
 
+/* The session an owner wrote from: workspace_session:<ws>, or a command of the sandbox (running
+ * or retained) that ran in one; NULL when it is not known (an operation:<request id>, original). */
+static json_t *
+owner_session(struct eosd *d, const char *sandbox, const char *owner)
+{
+	struct eosd_command_place at;
+	const char *ws = "workspace_session:", *op = "operation:";
+
+	if (!strncmp(owner, ws, strlen(ws)))
+		return json_string(owner + strlen(ws));
+	if (!d->commands || strncmp(owner, op, strlen(op)) ||
+	    eosd_commands_where(d->commands, owner + strlen(op), &at) < 0 ||
+	    strcmp(at.sandbox, sandbox) || !at.session[0])
+		return NULL;
+	return json_string(at.session);
+}
+
+static json_t *
+blame_row(struct eosd *d, const char *sandbox, const struct eos_blame_range *b)
+{
+	json_t *row = json_pack("{s:I,s:I,s:s}", "start_line", (json_int_t)b->start_line,
+				"line_count", (json_int_t)b->line_count, "owner", b->owner);
+	json_t *ws = row ? owner_session(d, sandbox, b->owner) : NULL;
+
+	if (ws && json_object_set_new(row, "workspace_session_id", ws) < 0) {
+		json_decref(row);
+		return NULL;
+	}
+	return row;
+}
+
 int
 eosd_op_file_blame(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
 {
@@ -204,10 +236,7 @@ eosd_op_file_blame(struct eosd *d, struct eosd_call *c, json_t **out, struct eos
 		version = sb.head;
 	r = r ?: eos_store_blame(d->store, c->sandbox_id, version, path, &v, &n, err);
 	for (size_t i = 0; r == 0 && rows && i < n; i++)
-		r = eos_json_push(rows,
-				  json_pack("{s:I,s:I,s:s}", "start_line",
-					    (json_int_t)v[i].start_line, "line_count",
-					    (json_int_t)v[i].line_count, "owner", v[i].owner));
+		r = eos_json_push(rows, blame_row(d, c->sandbox_id, &v[i]));
 	if (r == 0 && !(rows && (*out = json_pack("{s:s,s:o,s:O}", "path", path, "version",
 						  eosd_json_version(version), "ranges", rows))))
 		r = -ENOMEM;

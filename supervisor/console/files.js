@@ -58,28 +58,33 @@ export async function renderBrowser(main, params, life) {
 			: h("p", { class: "muted" }, "Empty directory."));
 }
 
-// Owner of each line (1-based) from blame's ranges.
+// Owner of each line (1-based) from blame's ranges, and the session it wrote from where known.
 function ownersByLine(ranges) {
-	const owners = [];
-	for (const r of ranges)
+	const owners = [], sessions = new Map();
+	for (const r of ranges) {
+		if (r.workspace_session_id)
+			sessions.set(r.owner, r.workspace_session_id);
 		for (let i = 0; i < r.line_count; i++)
 			owners[r.start_line + i] = r.owner;
+	}
+	owners.sessions = sessions;
 	return owners;
 }
 
-function ownerCell(sandbox, owner, first) {
+function ownerCell(sandbox, owner, first, ws) {
 	if (!owner)
 		return h("td", { class: "owner" });
 	const href = ownerHref(sandbox, owner);
-	const label = first ? (href ? h("a", { href, title: owner }, owner) : h("span", { title: owner }, owner)) : "";
-	return h("td", { class: "owner owner-color", hue: ownerHue(owner), "data-owner": owner, title: owner }, label);
+	const title = ws && owner !== `workspace_session:${ws}` ? `${owner} (in session ${ws})` : owner;
+	const label = first ? (href ? h("a", { href, title }, owner) : h("span", { title }, owner)) : "";
+	return h("td", { class: "owner owner-color", hue: ownerHue(owner), "data-owner": owner, title }, label);
 }
 
 function blameTable(sandbox, lines, owners) {
 	let prev = null;
 	const rows = lines.map((text, i) => {
 		const owner = owners ? owners[i + 1] : null;
-		const row = h("tr", {}, h("td", { class: "ln" }, String(i + 1)), owners ? ownerCell(sandbox, owner, owner !== prev) : null,
+		const row = h("tr", {}, h("td", { class: "ln" }, String(i + 1)), owners ? ownerCell(sandbox, owner, owner !== prev, owners.sessions.get(owner)) : null,
 			h("td", { class: "text" }, text));
 		prev = owner;
 		return row;

@@ -750,11 +750,12 @@ provenance() {
 	call destroy_workspace_session workspace_session_id=pv
 }
 
-# blamed PATH ID WHO: file_blame of PATH at the head names operation:ID for every range.
+# blamed PATH ID WHO: file_blame of PATH at the head names operation:ID, run in session pv, for
+# every range.
 blamed() {
 	call file_blame "path=$1"
-	expect "file_blame $1: operation:$2 ($3)" \
-		"code == 200 and d[\"ranges\"] and all(r[\"owner\"] == \"operation:$2\" for r in d[\"ranges\"])"
+	expect "file_blame $1: operation:$2 ($3), in session pv" \
+		"code == 200 and d[\"ranges\"] and all(r[\"owner\"] == \"operation:$2\" and r.get(\"workspace_session_id\") == \"pv\" for r in d[\"ranges\"])"
 }
 
 # --- failures -------------------------------------------------------------------------------------
