@@ -48,13 +48,14 @@ command_id() {
 re.search(sys.argv[3], e["attributes"]["cmd"])] or [""])[-1]' "$1" "$2"
 }
 
-# The owner blame gives line $2 of src/stats.c at the head, the first line equal to $1.
+# The owner blame gives the first line of src/stats.c at the head equal to $1, followed by the
+# session blame names for it (or -): "operation:cmd-3 agent-1".
 owner_of_line() {
 	local n
 	n=$(eosctl file read src/stats.c --sandbox demo --limit 1000 |
 		json_get 'next((i + 1 for i, l in enumerate(d["content"].split("\n")) if l == sys.argv[2]), 0)' "$1")
-	eosctl file blame src/stats.c --sandbox demo | json_get 'next((r["owner"] for r in d["ranges"]
-if r["start_line"] <= int(sys.argv[2]) < r["start_line"] + r["line_count"]), "")' "$n"
+	eosctl file blame src/stats.c --sandbox demo | json_get 'next((r["owner"] + " " + r.get("workspace_session_id", "-")
+for r in d["ranges"] if r["start_line"] <= int(sys.argv[2]) < r["start_line"] + r["line_count"]), "")' "$n"
 }
 
 test_head() {
@@ -87,14 +88,14 @@ test_blame() {
 	mean=$(command_id agent-2 '^cat >')
 	check "agent-1's sed, agent-3's append and agent-2's write ran as commands in their sessions" \
 		test -n "$fix" -a -n "$append" -a -n "$mean"
-	check "blame: agent-1's fixed line is its command's ($fix)" \
-		test "$(owner_of_line $'\tint best = v[0];')" = "operation:$fix"
-	check "blame: agent-3's min_of is its command's ($append)" \
-		test "$(owner_of_line 'int min_of(const int *v, size_t n)')" = "operation:$append"
+	check "blame: agent-1's fixed line is its command's ($fix), run in agent-1" \
+		test "$(owner_of_line $'\tint best = v[0];')" = "operation:$fix agent-1"
+	check "blame: agent-3's min_of is its command's ($append), run in agent-3" \
+		test "$(owner_of_line 'int min_of(const int *v, size_t n)')" = "operation:$append agent-3"
 	check "blame: agent-4's guard is its edit's" \
-		test "$(owner_of_line $'\t\treturn INT_MIN;')" = operation:agent-4-retry
+		test "$(owner_of_line $'\t\treturn INT_MIN;')" = "operation:agent-4-retry -"
 	check "blame: an untouched line is the import's" \
-		test "$(owner_of_line 'long sum_of(const int *v, size_t n)')" = original
+		test "$(owner_of_line 'long sum_of(const int *v, size_t n)')" = "original -"
 	run eosctl file blame tests/test_mean.c --sandbox demo
 	check "blame: agent-2's test is its command's ($mean)" \
 		test "$(json_get '" ".join(r["owner"] for r in d["ranges"])' <<<"$out")" = "operation:$mean"
