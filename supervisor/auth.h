@@ -79,7 +79,7 @@ int eosd_auth_identify(struct eosd_auth *a, const struct eos_digest *d, struct e
  * its surface and sandbox checks (the MCP endpoint serves the token's surface).
  */
 int eosd_auth_identify_header(struct eosd_auth *a, const char *header, struct eosd_auth_scope *ret,
-		       int *ret_kind, struct eos_error *err);
+			      int *ret_kind, struct eos_error *err);
 
 /*
  * Mint a token of surface (runtime or observability) limited to sandbox, expiring after

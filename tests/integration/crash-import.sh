@@ -110,7 +110,8 @@ measure_import_ms() {
 
 # Create $S with nothing in it: import a one-file tree, destroy it, gc.
 make_empty_store() {
-	mkdir -p "$T/seed" && echo seed >"$T/seed/f" || bail_out "cannot make the seed tree"
+	mkdir -p "$T/seed" || bail_out "cannot make the seed tree"
+	echo seed >"$T/seed/f" || bail_out "cannot make the seed tree"
 	{ eos_store --store "$S" import "$T/seed" --sandbox seed &&
 		eos_store --store "$S" destroy --sandbox seed && eos_store --store "$S" gc; } >/dev/null ||
 		bail_out "cannot create the store '$S'"
