@@ -89,6 +89,7 @@ START_TEST(steps_until_the_end)
 				     false, 1700 * (int64_t)MS, &next, msg, sizeof(msg)),
 		1);
 	ck_assert_int_eq(num(next, "yield_time_ms"), 300);
+	json_decref(TAKE_PTR(next));
 	/* it ended: done, the outputs joined, truncated if any step was */
 	ck_assert_int_eq(
 		eos_mcp_command_next(&m, true,
