@@ -482,7 +482,8 @@ add_entry(fuse_req_t req, struct eos_node *dir, const struct eos_dirent_snap *e,
 		return fuse_add_direntry(req, buf, size, e->name, &st, next);
 	if (strcmp(e->name, ".") == 0 || strcmp(e->name, "..") == 0)
 		return fuse_add_direntry_plus(req, buf, size, e->name, &fe, next);
-	if (eos_fs_lookup(view_of(req), dir, e->name, &n) < 0)
+	if ((e->lower ? eos_fs_lookup_listed(view_of(req), dir, e->name, e->lower, &n)
+		      : eos_fs_lookup(view_of(req), dir, e->name, &n)) < 0)
 		return SIZE_MAX; /* gone since opendir: skip it */
 	fe.ino = n->ino;
 	fe.attr_timeout = fe.entry_timeout = TIMEOUT;
