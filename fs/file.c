@@ -136,10 +136,8 @@ eos_fs_setattr(struct eos_view *v, struct eos_node *n, const struct stat *attr, 
 		return r;
 	eos_node_lock(n);
 	r = setattr_locked(v, n, attr, valid);
-	if (n->x->opens == 0 && n->x->data_fd >= 0) {
-		close(n->x->data_fd); /* a truncate without an open file */
-		n->x->data_fd = -1;
-	}
+	if (n->x->opens == 0)
+		eos_data_close(v, n); /* a truncate without an open file */
 	if (r == 0 && eos_node_is_dir(n))
 		r = eos_dir_count_subdirs(v, n);
 	if (r == 0) {
@@ -352,20 +350,39 @@ lower_current(struct eos_view *v, struct eos_handle *h)
 	return r;
 }
 
+/* A transient handle reads through the node's lower content, opened once for all of them. */
+static ssize_t
+read_lower_shared(struct eos_view *v, struct eos_node *n, void *buf, size_t size, uint64_t off,
+		  struct eos_error *err)
+{
+	ssize_t r = 0;
+
+	eos_node_lock(n);
+	if (!n->x->lower_file && S_ISREG(n->mode) && n->x->lst)
+		r = eos_lower_open(v, n, &n->x->lower_file);
+	if (r == 0 && n->x->lower_file)
+		r = eos_file_pread(n->x->lower_file, buf, size, off, err);
+	eos_node_unlock(n);
+	return r;
+}
+
 static ssize_t
 read_lower(struct eos_view *v, struct eos_handle *h, void *buf, size_t size, uint64_t off)
 {
-	struct eos_error err;
-	ssize_t r = lower_current(v, h);
+	struct eos_error err = { 0 };
+	ssize_t r;
 
-	if (r < 0)
-		return r;
-	if (!h->lower)
-		return 0;
-	r = eos_file_pread(h->lower, buf, size, off, &err);
+	if (h->transient) {
+		r = read_lower_shared(v, h->node, buf, size, off, &err);
+	} else {
+		r = lower_current(v, h);
+		if (r == 0 && h->lower)
+			r = eos_file_pread(h->lower, buf, size, off, &err);
+	}
 	if (r < 0)
 		eos_log_error("view of '%s': read of '%s': %s", v->sandbox,
-			      eos_node_lower(h->node) ? eos_node_lower(h->node) : "?", err.msg);
+			      eos_node_lower(h->node) ? eos_node_lower(h->node) : "?",
+			      err.msg[0] ? err.msg : strerror((int)-r));
 	return r;
 }
 
@@ -601,14 +618,69 @@ eos_fs_release(struct eos_view *v, struct eos_handle *h)
 		n->x->opens--;
 	if (h->writer && n->x->writers > 0 && --n->x->writers == 0)
 		n->x->writer_mixed = false;
-	if (n->x->opens == 0 && n->x->data_fd >= 0) {
-		close(n->x->data_fd);
-		n->x->data_fd = -1;
-	}
+	if (n->x->opens == 0)
+		eos_data_close(v, n);
 	eos_node_unlock(n);
 	eos_file_close(h->lower);
 	free(h);
 	return 0;
+}
+
+void
+eos_data_close(struct eos_view *v, struct eos_node *n)
+{
+	if (n->x->data_fd >= 0)
+		close(n->x->data_fd);
+	if (eos_node_extended(n))
+		n->x->data_fd = -1;
+	if (n->flags & EOS_NODE_FD_KEPT) {
+		n->flags &= ~(unsigned)EOS_NODE_FD_KEPT;
+		atomic_fetch_sub(&v->kept_fds, 1);
+	}
+}
+
+int
+eos_fs_transient_begin(struct eos_view *v, struct eos_node *n, pid_t pid, struct eos_handle *h)
+{
+	int r;
+
+	*h = (struct eos_handle){ .node = n, .pid = pid, .flags = O_RDWR, .transient = true };
+	eos_node_lock(n);
+	r = eos_node_extend(v, n);
+	if (r == 0 && n->flags & EOS_NODE_DATA)
+		r = eos_data_open(v, n);
+	if (r == 0)
+		n->x->opens++;
+	eos_node_unlock(n);
+	return r;
+}
+
+/* n (locked) has no handle open now: keep its data file open for the next request, within the
+ * view's bound, else close it. */
+static void
+data_keep(struct eos_view *v, struct eos_node *n)
+{
+	if (n->x->data_fd < 0 || n->flags & EOS_NODE_FD_KEPT)
+		return;
+	if (atomic_fetch_add(&v->kept_fds, 1) < EOS_KEPT_FDS) {
+		n->flags |= EOS_NODE_FD_KEPT;
+		return;
+	}
+	atomic_fetch_sub(&v->kept_fds, 1);
+	eos_data_close(v, n);
+}
+
+void
+eos_fs_transient_end(struct eos_view *v, struct eos_handle *h)
+{
+	struct eos_node *n = h->node;
+
+	eos_node_lock(n);
+	if (n->x->opens > 0)
+		n->x->opens--;
+	if (n->x->opens == 0)
+		data_keep(v, n);
+	eos_node_unlock(n);
 }
 
 int

@@ -126,6 +126,7 @@ eos_node_forget(struct eos_view *v, uint64_t ino, uint64_t count)
 		return;
 	if (n->nlink == 0)
 		node_discard(v, n);
+	eos_data_close(v, n);
 	eos_node_free(n);
 	if (atomic_fetch_add(&v->freed, 1) + 1 == EOS_TIDY_AFTER)
 		eos_flusher_kick(v);

@@ -170,7 +170,7 @@ inval_dirents(struct reset *rs, struct eos_node *p)
 
 /* Forget everything n held of the session (its records went with the store's reset). */
 static void
-drop_session_state(struct eos_node *n)
+drop_session_state(struct eos_view *v, struct eos_node *n)
 {
 	eos_hashmap_release(&n->x->dirents);
 	n->x->dirents_absent = 0;
@@ -184,9 +184,7 @@ drop_session_state(struct eos_node *n)
 	n->x->lower_file = NULL;
 	free(n->x->target);
 	n->x->target = NULL;
-	if (n->x->data_fd >= 0)
-		close(n->x->data_fd);
-	n->x->data_fd = -1;
+	eos_data_close(v, n);
 	n->x->jseq = 0;
 	n->x->jcopyup = EOS_JCOPYUP_NONE;
 }
@@ -269,7 +267,7 @@ mirror(struct reset *rs, struct reset_node *rn, const struct eos_stat *st)
 	if (r < 0)
 		return r;
 	if (eos_node_extended(n))
-		drop_session_state(n);
+		drop_session_state(rs->v, n);
 	uint32_t nlink = n->nlink;
 
 	n->flags &= EOS_NODE_NAME_OWN;

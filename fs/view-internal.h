@@ -39,6 +39,7 @@ enum {
 	EOS_PARTIAL_MIN = 1 << 20,	  /* lower files from this size are copied up partially */
 	EOS_DIRLIST_FIRST = 3,		  /* first entry cookie: "." is 1, ".." is 2 */
 	EOS_TIDY_AFTER = 4096,		  /* freed nodes before their memory is given back */
+	EOS_KEPT_FDS = 256,		  /* data files kept open without a handle, per view */
 };
 
 /* Inode numbers with this bit derive from a lower identity; the others come from a counter. */
@@ -64,6 +65,7 @@ enum eos_node_flags {
 	EOS_NODE_LISTED = 1 << 13,    /* directory: its listing was read and dropped (dirlist.c) */
 	EOS_NODE_NAME_OWN = 1 << 14,  /* name is its own allocation (else it points into path) */
 	EOS_NODE_NO_XATTRS = 1 << 15, /* its lower entry has no xattrs (until EOS_NODE_XATTRS) */
+	EOS_NODE_FD_KEPT = 1 << 16,   /* data_fd kept open with no handle (eos_view.kept_fds) */
 	EOS_NODE_PERSISTED = EOS_NODE_UPPER | EOS_NODE_DATA | EOS_NODE_OPAQUE |
 			     EOS_NODE_META_CHANGED | EOS_NODE_CREATED | EOS_NODE_PARTIAL,
 };
@@ -227,6 +229,7 @@ struct eos_view {
 	struct eos_opcache_slot opcache[EOS_OPCACHE_SLOTS];
 	struct eos_hashmap links; /* be64 link group → members at the version (links.c) */
 	_Atomic uint64_t freed;	  /* nodes freed since the last eos_view_tidy() gave memory back */
+	_Atomic size_t kept_fds;  /* data files kept open between handle-less requests */
 	struct eos_gate gate;	  /* live publish and fork (gate.c) */
 	/* a live publish committed but the view could not follow: changes are refused (EIO) and
 	 * nothing is written again, the store's session is the truth (reopen the view) */
@@ -250,6 +253,9 @@ struct eos_handle {
 	pid_t pid;	    /* the opener, resolved to an operation at the first write */
 	int flags;	    /* open flags */
 	uint32_t lower_gen; /* node->gen that `lower` was opened for */
+	/* one request's on a file the kernel opened without asking (eos_fs_transient_begin):
+	 * not in v->handles; reads the node's lower content under its lock */
+	bool transient;
 	struct eos_handle *prev, *next; /* in v->handles */
 };
 
@@ -678,6 +684,17 @@ ssize_t eos_fs_read(struct eos_view *v, struct eos_handle *h, void *buf, size_t 
 ssize_t eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t size,
 		     uint64_t off);
 int eos_fs_release(struct eos_view *v, struct eos_handle *h);
+/*
+ * A file the kernel opened without an OPEN (the mount answered ENOSYS: fs/ops.c): h becomes a
+ * handle for one request by process pid, read-write (the kernel checked the file's mode), its
+ * writes attributed to pid's operation; n counts as open until eos_fs_transient_end, so its
+ * data file stays open for the reply. Between requests the data file may stay open, up to a
+ * bound per view (EOS_KEPT_FDS).
+ */
+int eos_fs_transient_begin(struct eos_view *v, struct eos_node *n, pid_t pid, struct eos_handle *h);
+void eos_fs_transient_end(struct eos_view *v, struct eos_handle *h);
+/* Close n's (locked) data file, whether a handle or a handle-less request left it open. */
+void eos_data_close(struct eos_view *v, struct eos_node *n);
 int eos_fs_fsync(struct eos_view *v, struct eos_node *n, bool datasync);
 int eos_fs_fallocate(struct eos_view *v, struct eos_handle *h, int mode, uint64_t off,
 		     uint64_t len);
