@@ -402,9 +402,17 @@ serve_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct fuse_entry_param e = { .attr_timeout = TIMEOUT, .entry_timeout = TIMEOUT };
 	struct eos_handle *h;
 	struct eos_node *n;
-	int r = strlen(name) > EOS_NAME_MAX ? -ENAMETOOLONG
-					    : eos_fs_make(view_of(req), &ctx, p, name,
-							  S_IFREG | (mode & 07777), NULL, &n);
+	int r;
+
+	if (mount_of(req)->no_open) {
+		/* the kernel makes the file with a MKNOD then, and opens it without asking (no
+		 * RELEASE either), as every other file: from now on */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	r = strlen(name) > EOS_NAME_MAX
+		    ? -ENAMETOOLONG
+		    : eos_fs_make(view_of(req), &ctx, p, name, S_IFREG | (mode & 07777), NULL, &n);
 
 	if (r == -EEXIST && !(fi->flags & O_EXCL))
 		r = -EEXIST; /* the kernel looked it up first: a race with another creator */

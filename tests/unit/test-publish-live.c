@@ -70,9 +70,10 @@ START_TEST(test_open_file_survives_publish)
 END_TEST
 
 /*
- * Files open without an OPEN (doc/fs.md, "Caching"): the mount answers its first OPEN and its
- * first FLUSH with ENOSYS and sees neither again, nor a RELEASE; reads and writes do what they
- * do on ext4, open(O_TRUNC) truncates (a SETATTR), and a read of cached pages asks nothing.
+ * Files open without an OPEN (doc/fs.md, "Caching"): the mount answers its first OPEN, CREATE and
+ * FLUSH with ENOSYS and sees none of them again, nor a RELEASE (new files come by MKNOD); reads
+ * and writes do what they do on ext4, open(O_TRUNC) truncates (a SETATTR), and a read of cached
+ * pages asks nothing.
  */
 START_TEST(test_files_open_without_open)
 {
@@ -94,6 +95,11 @@ START_TEST(test_files_open_without_open)
 	ck_assert_int_eq(pwrite(fd, "S", 1, 0), 1);
 	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "Short\n");
 	ck_assert_int_eq(close(fd), 0);
+	lv_mnt_write("new1.txt", "one\n");
+	lv_mnt_write("new2.txt", "two\n");
+	ck_assert_str_eq(lv_mnt_read("new2.txt", buf, sizeof(buf)), "two\n");
+	ck_assert_uint_eq(eos_view_mount_requests(lv.m, FUSE_CREATE), 1);
+	ck_assert_uint_eq(eos_view_mount_requests(lv.m, FUSE_MKNOD), 2);
 	ck_assert_uint_eq(eos_view_mount_requests(lv.m, FUSE_OPEN), 1);
 	ck_assert_uint_eq(eos_view_mount_requests(lv.m, FUSE_FLUSH), 1);
 	ck_assert_uint_eq(eos_view_mount_requests(lv.m, FUSE_RELEASE), 0);
@@ -103,6 +109,8 @@ START_TEST(test_files_open_without_open)
 	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
 	ck_assert(lv_head_read("a.txt", buf, sizeof(buf)));
 	ck_assert_str_eq(buf, "Short\n");
+	ck_assert(lv_head_read("new1.txt", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "one\n");
 }
 END_TEST
 
