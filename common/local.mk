@@ -17,6 +17,7 @@ common_libeos_common_a_SOURCES = \
 	common/hashmap.c common/hashmap.h \
 	common/statedir.c common/statedir.h \
 	common/clock.c common/clock.h \
+	common/mutex.c common/mutex.h \
 	common/failpoint.h \
 	common/endian.h
 if EOS_FAILPOINTS

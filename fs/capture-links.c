@@ -75,7 +75,7 @@ any_group_node(struct eos_view *v)
 
 		pthread_mutex_lock(&s->lock);
 		while (!found && (n = eos_table_next(s, &it)))
-			found = n->link_group; /* never changes once the node exists */
+			found = n->x->link_group; /* never changes once the node exists */
 		pthread_mutex_unlock(&s->lock);
 	}
 	return found;
@@ -95,10 +95,10 @@ upper_dir(struct eos_view *v, const char *d, struct eos_node **ret)
 	n = eos_node_get(v, ino);
 	if (!n)
 		return 0;
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	if (ino == EOS_ROOT_INO || (n->flags & EOS_NODE_UPPER && eos_node_has_identity(n, d, 0)))
 		*ret = n;
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return 0;
 }
 
@@ -111,11 +111,11 @@ shows_lower(struct eos_node *p, const char *name)
 
 	if (!p)
 		return true;
-	pthread_mutex_lock(&p->lock);
-	slot = eos_hashmap_find(&p->dirents, name, strlen(name));
-	shows = p->lower && p->lst && !(p->flags & EOS_NODE_OPAQUE) &&
+	eos_node_lock(p);
+	slot = eos_hashmap_find(&p->x->dirents, name, strlen(name));
+	shows = eos_node_lower(p) && p->x->lst && !(p->flags & EOS_NODE_OPAQUE) &&
 		(!slot || slot->u64 == EOS_DIRENT_ABSENT);
-	pthread_mutex_unlock(&p->lock);
+	eos_node_unlock(p);
 	return shows;
 }
 
@@ -199,9 +199,8 @@ emit_member(struct eos_capture *c, struct eos_node *node, uint64_t ino, const st
 	if (!tmp)
 		return -ENOMEM;
 	eos_node_fill_lower(tmp, &m->st);
-	tmp->lower = strdup(m->path);
-	tmp->lst = eos_lower_new(&m->st);
-	r = tmp->lower && tmp->lst ? 0 : -ENOMEM;
+	tmp->x->lst = eos_lower_new(&m->st);
+	r = tmp->x->lst ? eos_node_set_lower(tmp, m->path) : -ENOMEM;
 	if (r == 0) {
 		r = eos_capture_emit(c, tmp, path, NULL, m->path);
 	}
@@ -225,9 +224,9 @@ emit_group(struct eos_capture *c, const struct member *m, size_t n)
 	if (node && !eos_node_has_identity(node, m[0].path, m[0].group))
 		node = NULL; /* another identity's */
 	if (node) {
-		pthread_mutex_lock(&node->lock);
+		eos_node_lock(node);
 		changed = node->flags & EOS_NODE_UPPER;
-		pthread_mutex_unlock(&node->lock);
+		eos_node_unlock(node);
 	}
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		r = member_view_path(c, &m[i], &at[i]);

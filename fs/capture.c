@@ -57,9 +57,9 @@ copy_dirents(struct eos_node *p, struct dirent_copy **ret, size_t *ret_n)
 	struct dirent_copy *d;
 	size_t n = 0;
 
-	pthread_mutex_lock(&p->lock);
-	d = calloc(eos_hashmap_count(&p->dirents) + 1, sizeof(*d));
-	while (d && eos_hashmap_next(&p->dirents, &it)) {
+	eos_node_lock(p);
+	d = calloc(eos_hashmap_count(&p->x->dirents) + 1, sizeof(*d));
+	while (d && eos_hashmap_next(&p->x->dirents, &it)) {
 		if (it.value->u64 == EOS_DIRENT_ABSENT)
 			continue;
 		d[n].name = strndup(it.key, it.klen);
@@ -69,7 +69,7 @@ copy_dirents(struct eos_node *p, struct dirent_copy **ret, size_t *ret_n)
 			d = NULL;
 		}
 	}
-	pthread_mutex_unlock(&p->lock);
+	eos_node_unlock(p);
 	if (!d)
 		return -ENOMEM;
 	qsort(d, n, sizeof(*d), cmp_dirent);
@@ -82,7 +82,7 @@ copy_dirents(struct eos_node *p, struct dirent_copy **ret, size_t *ret_n)
 static bool
 linked(const struct eos_node *n)
 {
-	return S_ISREG(n->mode) && (n->nlink > 1 || n->link_group);
+	return S_ISREG(n->mode) && (n->nlink > 1 || n->x->link_group);
 }
 
 static enum eos_delta_change
@@ -101,7 +101,7 @@ change_of(const struct eos_node *n, bool renamed)
 static bool
 renamed_of(const struct eos_node *n, const char *expected)
 {
-	return n->lower && (!expected || strcmp(n->lower, expected) != 0);
+	return eos_node_lower(n) && (!expected || strcmp(eos_node_lower(n), expected) != 0);
 }
 
 struct node_copy {
@@ -138,21 +138,21 @@ copy_xattrs(struct eos_capture *c, struct eos_node *n, struct node_copy *out)
 {
 	int r = eos_xattr_load(c->v, n);
 
-	if (r < 0 || !n->nxattrs)
+	if (r < 0 || !n->x->nxattrs)
 		return r;
-	out->xattrs = calloc(n->nxattrs, sizeof(*out->xattrs));
+	out->xattrs = calloc(n->x->nxattrs, sizeof(*out->xattrs));
 	if (!out->xattrs)
 		return -ENOMEM;
-	for (size_t i = 0; i < n->nxattrs; i++) {
-		void *value = malloc(n->xattrs[i].len ? n->xattrs[i].len : 1);
-		char *name = strdup(n->xattrs[i].name);
+	for (size_t i = 0; i < n->x->nxattrs; i++) {
+		void *value = malloc(n->x->xattrs[i].len ? n->x->xattrs[i].len : 1);
+		char *name = strdup(n->x->xattrs[i].name);
 
-		out->xattrs[out->nxattrs++] = (struct eos_delta_xattr){ .name = name,
-									.value = value,
-									.len = n->xattrs[i].len };
+		out->xattrs[out->nxattrs++] = (struct eos_delta_xattr){
+			.name = name, .value = value, .len = n->x->xattrs[i].len
+		};
 		if (!name || !value)
 			return -ENOMEM;
-		memcpy(value, n->xattrs[i].value, n->xattrs[i].len);
+		memcpy(value, n->x->xattrs[i].value, n->x->xattrs[i].len);
 	}
 	return 0;
 }
@@ -166,14 +166,14 @@ copy_node(struct eos_capture *c, struct eos_node *n, const char *path, const cha
 	bool renamed;
 	char name[32];
 
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	int r = eos_partial_flatten(c->v, n); /* the publish gate reads the data file whole */
 	if (r < 0) {
-		pthread_mutex_unlock(&n->lock);
+		eos_node_unlock(n);
 		return r;
 	}
 	renamed = !origin && renamed_of(n, expected);
-	origin = origin ? origin : n->lower;
+	origin = origin ? origin : eos_node_lower(n);
 	*e = (struct eos_delta_entry){ .path = path,
 				       .change = change_of(n, renamed),
 				       .renamed = renamed,
@@ -181,34 +181,34 @@ copy_node(struct eos_capture *c, struct eos_node *n, const char *path, const cha
 				       .uid = n->uid,
 				       .gid = n->gid,
 				       .node = n->ino,
-				       .mtime_ns = eos_ts_to_ns(n->mtime),
+				       .mtime_ns = n->mtime,
 				       .size = n->size,
-				       .rdev = n->rdev,
+				       .rdev = n->x->rdev,
 				       .opaque = n->flags & EOS_NODE_OPAQUE };
 	if (n->flags & EOS_NODE_DATA) {
 		eos_data_path(n, name, sizeof(name));
 		snprintf(out->data_path, sizeof(out->data_path), "%s/%s", c->v->data_dir, name);
 		e->data_path = out->data_path;
-	} else if (S_ISREG(n->mode) && n->lst) {
-		eos_lower_content(n->lst, &out->content);
+	} else if (S_ISREG(n->mode) && n->x->lst) {
+		eos_lower_content(n->x->lst, &out->content);
 		e->content = &out->content;
 	}
-	out->target = n->target ? strdup(n->target) : NULL;
+	out->target = n->x->target ? strdup(n->x->target) : NULL;
 	out->origin = origin && strcmp(origin, path) != 0 ? strdup(origin) : NULL;
-	out->lower = n->lower ? strdup(n->lower) : NULL;
-	out->ranges = calloc(n->log.n + 1, sizeof(*out->ranges));
-	for (size_t i = 0; out->ranges && i < n->log.n; i++) {
-		const char *owner = eos_opstable_name(&c->v->ops, n->log.v[i].op);
+	out->lower = eos_node_lower(n) ? strdup(eos_node_lower(n)) : NULL;
+	out->ranges = calloc(n->x->log.n + 1, sizeof(*out->ranges));
+	for (size_t i = 0; out->ranges && i < n->x->log.n; i++) {
+		const char *owner = eos_opstable_name(&c->v->ops, n->x->log.v[i].op);
 
 		/* an operation whose name could not be recorded (a full disk) */
 		out->ranges[i] =
-			(struct eos_delta_range){ .start = n->log.v[i].start,
-						  .end = n->log.v[i].end,
+			(struct eos_delta_range){ .start = n->x->log.v[i].start,
+						  .end = n->x->log.v[i].end,
 						  .owner = owner ? owner : EOS_OWNER_UNKNOWN };
 	}
-	e->nranges = out->ranges ? n->log.n : 0;
+	e->nranges = out->ranges ? n->x->log.n : 0;
 	r = out->ranges ? copy_xattrs(c, n, out) : -ENOMEM;
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	e->ranges = out->ranges;
 	e->target = out->target;
 	e->origin = out->origin;
@@ -307,10 +307,10 @@ eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_error 
 
 	if (!v->session)
 		return eos_error_set(err, -EINVAL, "a read-only view has no delta");
-	pthread_mutex_lock(&root->lock);
-	cleanup_free char *origin = root->lower ? strdup(root->lower) : NULL;
+	eos_node_lock(root);
+	cleanup_free char *origin = eos_node_lower(root) ? strdup(eos_node_lower(root)) : NULL;
 	bool changed = root->flags & EOS_NODE_META_CHANGED;
-	pthread_mutex_unlock(&root->lock);
+	eos_node_unlock(root);
 	/* the root itself is an entry only when its attributes or xattrs changed */
 	if (changed)
 		r = eos_capture_emit(&c, root, "", origin, NULL);

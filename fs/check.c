@@ -80,7 +80,7 @@ check_dirents(struct check *c, struct eos_node *p)
 {
 	struct eos_hashmap_iter it = { 0 };
 
-	while (eos_hashmap_next(&p->dirents, &it)) {
+	while (eos_hashmap_next(&p->x->dirents, &it)) {
 		uint64_t d = it.value->u64;
 		char what[512];
 

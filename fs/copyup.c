@@ -29,18 +29,20 @@ is_upper(struct eos_node *n, uint64_t *ret_parent, char **ret_name)
 {
 	bool upper;
 
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	upper = n->flags & EOS_NODE_UPPER;
 	*ret_parent = n->parent;
 	*ret_name = upper || !n->name ? NULL : strdup(n->name);
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return upper;
 }
 
 int
 eos_copyup_record(struct eos_view *v, struct eos_node *n)
 {
-	int r = eos_xattr_load(v, n);
+	int r = eos_node_extend(v, n);
+
+	r = r ?: eos_xattr_load(v, n);
 
 	if (r == 0)
 		n->flags |= EOS_NODE_UPPER | EOS_NODE_XATTRS;
@@ -92,12 +94,12 @@ eos_copyup_meta_for(struct eos_view *v, struct eos_node *n, bool freeing)
 		r = eos_copyup_meta_for(v, p, freeing);
 		if (r < 0)
 			return r;
-		pthread_mutex_lock(&p->lock);
-		pthread_mutex_lock(&n->lock);
+		eos_node_lock(p);
+		eos_node_lock(n);
 		bool moved = n->parent != parent || strcmp(n->name, name) != 0;
 		r = moved || n->flags & EOS_NODE_UPPER ? 0 : make_upper(v, p, n, name, freeing);
-		pthread_mutex_unlock(&n->lock);
-		pthread_mutex_unlock(&p->lock);
+		eos_node_unlock(n);
+		eos_node_unlock(p);
 		if (!moved)
 			return r;
 	}
@@ -112,8 +114,8 @@ eos_data_blocks(struct eos_view *v, const struct eos_node *n, struct stat *st)
 	if (!(n->flags & EOS_NODE_DATA) || n->flags & EOS_NODE_PARTIAL)
 		return; /* a partial data file is sparse where the content is still below */
 	eos_data_path(n, name, sizeof(name));
-	if (n->data_fd >= 0 ? fstat(n->data_fd, &ds) == 0
-			    : fstatat(v->data_dirfd, name, &ds, 0) == 0)
+	if (n->x->data_fd >= 0 ? fstat(n->x->data_fd, &ds) == 0
+			       : fstatat(v->data_dirfd, name, &ds, 0) == 0)
 		st->st_blocks =
 			ds.st_blocks; /* holes and preallocation as the data file has them */
 }
@@ -123,11 +125,11 @@ eos_data_open(struct eos_view *v, struct eos_node *n)
 {
 	char name[32];
 
-	if (n->data_fd >= 0)
+	if (n->x->data_fd >= 0)
 		return 0;
 	eos_data_path(n, name, sizeof(name));
-	n->data_fd = openat(v->data_dirfd, name, O_RDWR | O_CLOEXEC);
-	if (n->data_fd < 0) {
+	n->x->data_fd = openat(v->data_dirfd, name, O_RDWR | O_CLOEXEC);
+	if (n->x->data_fd < 0) {
 		int r = eos_neg_errno();
 
 		eos_log_error("session '%s': data file '%s' of inode %" PRIu64 ": %s", v->session,
@@ -175,26 +177,26 @@ eos_copyup_data(struct eos_view *v, struct eos_node *n, bool truncate)
 	fd = openat(v->data_dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return eos_neg_errno();
-	if (!truncate && n->lst && n->size >= EOS_PARTIAL_MIN) {
+	if (!truncate && n->x->lst && n->size >= EOS_PARTIAL_MIN) {
 		kind = EOS_JCOPYUP_PARTIAL;
 		r = eos_partial_begin(v, n, fd); /* copy nothing now: writes mark what they cover */
-	} else if (!truncate && n->lst && n->size > 0) {
+	} else if (!truncate && n->x->lst && n->size > 0) {
 		kind = EOS_JCOPYUP_FULL;
 		r = copy_content(v, n, fd);
 	}
 	if (r < 0) {
 		unlinkat(v->data_dirfd, name, 0);
 		eos_log_error("session '%s': copy-up of '%s' failed: %s", v->session,
-			      n->lower ? n->lower : "?", strerror(-r));
+			      eos_node_lower(n) ? eos_node_lower(n) : "?", strerror(-r));
 		return r;
 	}
 	if (truncate)
 		n->size = 0;
-	if (n->data_fd >= 0)
-		close(n->data_fd);
-	n->data_fd = TAKE_FD(fd);
+	if (n->x->data_fd >= 0)
+		close(n->x->data_fd);
+	n->x->data_fd = TAKE_FD(fd);
 	n->flags |= EOS_NODE_DATA | EOS_NODE_DIRTY;
 	/* persisted with the next journal record or node record (the data file is complete) */
-	n->jcopyup = kind;
+	n->x->jcopyup = kind;
 	return 0;
 }

@@ -71,11 +71,11 @@ append_opt_str(struct eos_buf *b, const char *s)
 static int
 encode_xattrs(const struct eos_node *n, struct eos_buf *b)
 {
-	int r = eos_buf_append_le32(b, (uint32_t)n->nxattrs);
+	int r = eos_buf_append_le32(b, (uint32_t)n->x->nxattrs);
 
-	for (size_t i = 0; r == 0 && i < n->nxattrs; i++) {
-		r = eos_buf_append_lp(b, n->xattrs[i].name, strlen(n->xattrs[i].name));
-		r = r ?: eos_buf_append_lp(b, n->xattrs[i].value, n->xattrs[i].len);
+	for (size_t i = 0; r == 0 && i < n->x->nxattrs; i++) {
+		r = eos_buf_append_lp(b, n->x->xattrs[i].name, strlen(n->x->xattrs[i].name));
+		r = r ?: eos_buf_append_lp(b, n->x->xattrs[i].value, n->x->xattrs[i].len);
 	}
 	return r;
 }
@@ -91,18 +91,18 @@ encode_node(const struct eos_node *n, struct eos_buf *b)
 	r = r ?: eos_buf_append_le32(b, n->gid);
 	r = r ?: eos_buf_append_le32(b, n->nlink);
 	r = r ?: eos_buf_append_le64(b, n->size);
-	r = r ?: eos_buf_append_le64(b, (uint64_t)eos_ts_to_ns(n->atime));
-	r = r ?: eos_buf_append_le64(b, (uint64_t)eos_ts_to_ns(n->mtime));
-	r = r ?: eos_buf_append_le64(b, (uint64_t)eos_ts_to_ns(n->ctime));
+	r = r ?: eos_buf_append_le64(b, (uint64_t)eos_node_atime(n));
+	r = r ?: eos_buf_append_le64(b, (uint64_t)n->mtime);
+	r = r ?: eos_buf_append_le64(b, (uint64_t)eos_node_ctime(n));
 	r = r ?: eos_buf_append_le64(b, n->parent);
 	r = r ?: eos_buf_append_lp(b, n->name ? n->name : "", n->name ? strlen(n->name) : 0);
-	r = r ?: append_opt_str(b, n->lower);
-	r = r ?: eos_buf_append_le64(b, n->link_group);
-	r = r ?: append_opt_str(b, n->target);
+	r = r ?: append_opt_str(b, eos_node_lower(n));
+	r = r ?: eos_buf_append_le64(b, n->x->link_group);
+	r = r ?: append_opt_str(b, n->x->target);
 	r = r ?: encode_xattrs(n, b);
-	r = r ?: eos_buf_append_le32(b, major(n->rdev));
-	r = r ?: eos_buf_append_le32(b, minor(n->rdev));
-	return r ?: eos_buf_append_le64(b, n->jseq);
+	r = r ?: eos_buf_append_le32(b, major(n->x->rdev));
+	r = r ?: eos_buf_append_le32(b, minor(n->x->rdev));
+	return r ?: eos_buf_append_le64(b, n->x->jseq);
 }
 
 int
@@ -123,7 +123,7 @@ eos_delta_put_node(struct eos_view *v, struct eos_node *n, struct eos_session_ba
 	if (r < 0)
 		return r;
 	n->flags &= ~(unsigned)EOS_NODE_DIRTY;
-	n->jcopyup = EOS_JCOPYUP_NONE; /* the record has the flags it set */
+	n->x->jcopyup = EOS_JCOPYUP_NONE; /* the record has the flags it set */
 	return 0;
 }
 
@@ -155,8 +155,8 @@ put_partial(struct eos_node *n, struct eos_session_batch *b)
 	key_ino(key, KEY_PARTIAL, n->ino);
 	if (!(n->flags & EOS_NODE_PARTIAL))
 		return eos_session_batch_delete(b, key, sizeof(key));
-	r = eos_buf_append_le64(&val, n->lower_limit);
-	r = r ?: eos_writelog_encode(&n->present, &val);
+	r = eos_buf_append_le64(&val, n->x->lower_limit);
+	r = r ?: eos_writelog_encode(&n->x->present, &val);
 	return r ?: eos_session_batch_put(b, key, sizeof(key), val.data, val.len);
 }
 
@@ -170,9 +170,9 @@ eos_delta_put_log(struct eos_view *v, struct eos_node *n, struct eos_session_bat
 	(void)v;
 	key_ino(key, KEY_LOG, n->ino);
 	r = put_partial(n, b);
-	if (r == 0 && n->log.n == 0)
+	if (r == 0 && n->x->log.n == 0)
 		r = eos_session_batch_delete(b, key, sizeof(key));
-	else if (r == 0 && (r = eos_writelog_encode(&n->log, &val)) == 0)
+	else if (r == 0 && (r = eos_writelog_encode(&n->x->log, &val)) == 0)
 		r = eos_session_batch_put(b, key, sizeof(key), val.data, val.len);
 	if (r == 0)
 		n->flags &= ~(unsigned)EOS_NODE_LOG_DIRTY;
@@ -245,13 +245,13 @@ eos_delta_flush_node(struct eos_view *v, struct eos_node *n, bool sync)
 	if (!(n->flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY)) && !sync)
 		return 0;
 	unsigned flags = n->flags;
-	uint8_t copyup = n->jcopyup;
+	uint8_t copyup = n->x->jcopyup;
 	r = eos_delta_batch(v, &b);
 	r = r ?: eos_delta_put_node(v, n, b);
 	r = r ?: eos_delta_commit(v, b, sync);
 	if (r < 0) { /* still to be written */
 		n->flags |= flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY);
-		n->jcopyup = copyup;
+		n->x->jcopyup = copyup;
 	}
 	return r;
 }
@@ -283,8 +283,8 @@ read_xattrs(struct eos_reader *rd, struct eos_node *n)
 
 	if (r < 0 || count > rd->left / 8)
 		return r < 0 ? r : -EBADMSG;
-	n->xattrs = calloc(count ? count : 1, sizeof(*n->xattrs));
-	if (!n->xattrs)
+	n->x->xattrs = calloc(count ? count : 1, sizeof(*n->x->xattrs));
+	if (!n->x->xattrs)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < count; i++) {
 		const uint8_t *name, *value;
@@ -294,13 +294,13 @@ read_xattrs(struct eos_reader *rd, struct eos_node *n)
 		r = r ?: eos_reader_lp(rd, EOS_XATTR_VALUE_MAX, &value, &vlen);
 		if (r < 0)
 			return r;
-		n->xattrs[i].name = strndup((const char *)name, nlen);
-		n->xattrs[i].value = malloc(vlen ? vlen : 1);
-		n->nxattrs++;
-		if (!n->xattrs[i].name || !n->xattrs[i].value)
+		n->x->xattrs[i].name = strndup((const char *)name, nlen);
+		n->x->xattrs[i].value = malloc(vlen ? vlen : 1);
+		n->x->nxattrs++;
+		if (!n->x->xattrs[i].name || !n->x->xattrs[i].value)
 			return -ENOMEM;
-		memcpy(n->xattrs[i].value, value, vlen);
-		n->xattrs[i].len = vlen;
+		memcpy(n->x->xattrs[i].value, value, vlen);
+		n->x->xattrs[i].len = vlen;
 	}
 	n->flags |= EOS_NODE_XATTRS;
 	return 0;
@@ -313,7 +313,7 @@ read_rdev(struct eos_reader *rd, struct eos_node *n)
 	int r = eos_reader_le32(rd, &maj);
 
 	r = r ?: eos_reader_le32(rd, &min);
-	n->rdev = makedev(maj, min);
+	n->x->rdev = makedev(maj, min);
 	return r;
 }
 
@@ -342,18 +342,19 @@ decode_node(const void *p, size_t len, struct eos_node *n)
 	r = r ?: eos_reader_lp(&rd, 255, &name, &nlen);
 	if (r < 0)
 		return r;
-	n->atime = eos_ns_to_ts((int64_t)at);
-	n->mtime = eos_ns_to_ts((int64_t)mt);
-	n->ctime = eos_ns_to_ts((int64_t)ct);
-	n->name = strndup((const char *)name, nlen);
+	n->flags &= EOS_NODE_PERSISTED;
+	n->x->atime = (int64_t)at;
+	n->mtime = (int64_t)mt;
+	n->x->ctime = (int64_t)ct;
+	eos_node_set_name(n, strndup((const char *)name, nlen));
 	r = n->name ? 0 : -ENOMEM;
-	r = r ?: read_opt_str(&rd, &n->lower);
-	r = r ?: eos_reader_le64(&rd, &n->link_group);
-	r = r ?: read_opt_str(&rd, &n->target);
+	r = r ?: read_opt_str(&rd, &n->x->lower);
+	r = r ?: eos_reader_le64(&rd, &n->x->link_group);
+	r = r ?: read_opt_str(&rd, &n->x->target);
 	r = r ?: read_xattrs(&rd, n);
 	r = r ?: (format == NODE_FORMAT ? read_rdev(&rd, n) : 0);
 	if (r == 0 && format == NODE_FORMAT)
-		r = eos_reader_le64(&rd, &n->jseq);
+		r = eos_reader_le64(&rd, &n->x->jseq);
 	return r ?: (rd.left ? -EBADMSG : 0);
 }
 
@@ -371,16 +372,16 @@ load_lower(struct eos_view *v, struct eos_node *n)
 	struct eos_stat st;
 	int r;
 
-	if (!n->lower)
+	if (!eos_node_lower(n))
 		return 0;
-	r = eos_tree_stat(v->tree, n->lower, &st, NULL);
+	r = eos_tree_stat(v->tree, eos_node_lower(n), &st, NULL);
 	if (r < 0) {
 		eos_log_error("session '%s': inode %lu: origin '%s' is gone from the store",
-			      v->session, (unsigned long)n->ino, n->lower);
+			      v->session, (unsigned long)n->ino, eos_node_lower(n));
 		return 0;
 	}
-	n->lst = eos_lower_new(&st);
-	if (!n->lst)
+	n->x->lst = eos_lower_new(&st);
+	if (!n->x->lst)
 		return -ENOMEM;
 	return eos_node_identity_set(v, n);
 }
@@ -416,7 +417,7 @@ load_dirent(struct load *l, const uint8_t *key, size_t klen, const void *val, si
 	value = eos_get_le64(val);
 	if (value < EOS_INO_DERIVED)
 		l->max_ino = EOS_MAX(l->max_ino, value);
-	if (eos_hashmap_get_or_insert(&p->dirents, key + 8, klen - 8, &slot) < 0)
+	if (eos_hashmap_get_or_insert(&p->x->dirents, key + 8, klen - 8, &slot) < 0)
 		return -ENOMEM;
 	slot->u64 = value;
 	return 0;
@@ -429,8 +430,8 @@ load_log(struct load *l, uint64_t ino, const void *val, size_t vlen)
 
 	if (!n)
 		return 0; /* a log left behind by a discarded node */
-	eos_writelog_release(&n->log);
-	return eos_writelog_decode(val, vlen, &n->log);
+	eos_writelog_release(&n->x->log);
+	return eos_writelog_decode(val, vlen, &n->x->log);
 }
 
 static int
@@ -442,9 +443,9 @@ load_partial(struct load *l, uint64_t ino, const uint8_t *val, size_t vlen)
 		return 0;
 	if (vlen < 8 || !(n->flags & EOS_NODE_PARTIAL))
 		return -EBADMSG;
-	n->lower_limit = eos_get_le64(val);
-	eos_writelog_release(&n->present);
-	return eos_writelog_decode(val + 8, vlen - 8, &n->present);
+	n->x->lower_limit = eos_get_le64(val);
+	eos_writelog_release(&n->x->present);
+	return eos_writelog_decode(val + 8, vlen - 8, &n->x->present);
 }
 
 static int

@@ -12,7 +12,7 @@
 static uint64_t
 dirent_value(struct eos_node *p, const char *name)
 {
-	union eos_hashmap_value *slot = eos_hashmap_find(&p->dirents, name, strlen(name));
+	union eos_hashmap_value *slot = eos_hashmap_find(&p->x->dirents, name, strlen(name));
 
 	return slot ? slot->u64 : EOS_DIRENT_ABSENT;
 }
@@ -20,7 +20,7 @@ dirent_value(struct eos_node *p, const char *name)
 static bool
 has_lower(const struct eos_node *p)
 {
-	return p->lower && p->lst && !(p->flags & EOS_NODE_OPAQUE);
+	return eos_node_lower(p) && p->x->lst && !(p->flags & EOS_NODE_OPAQUE);
 }
 
 static int
@@ -30,8 +30,8 @@ lower_lookup(struct eos_view *v, struct eos_node *p, const char *name, struct eo
 
 	if (!has_lower(p))
 		return -ENOENT;
-	eos_lower_dir(p->lst, &dir);
-	return eos_tree_lookup_child(v->tree, p->lower, &dir, name, ret, NULL);
+	eos_lower_dir(p->x->lst, &dir);
+	return eos_tree_lookup_child(v->tree, eos_node_lower(p), &dir, name, ret, NULL);
 }
 
 int
@@ -63,6 +63,23 @@ eos_dir_child(struct eos_view *v, struct eos_node *p, const char *name, bool ref
 	return eos_node_from_lower(v, p, name, &st, ref, ret);
 }
 
+int
+eos_dir_child_listed(struct eos_view *v, struct eos_node *p, const char *name,
+		     const struct eos_listed *l, bool ref, struct eos_node **ret)
+{
+	struct eos_stat st = {
+		.kind = (enum eos_kind)l->kind,
+		.attr = { .mode = l->mode, .uid = l->uid, .gid = l->gid, .mtime_ns = l->mtime_ns },
+		.size = l->size,
+		.nxattrs = l->nxattrs
+	};
+
+	/* the listing is of this version: valid while no upper dirent hides the name */
+	if (dirent_value(p, name) != EOS_DIRENT_ABSENT || !has_lower(p))
+		return eos_dir_child(v, p, name, ref, ret);
+	return eos_node_from_lower(v, p, name, &st, ref, ret);
+}
+
 bool
 eos_dir_lower_has(struct eos_view *v, struct eos_node *p, const char *name)
 {
@@ -75,26 +92,26 @@ int
 eos_dir_slot(struct eos_node *p, const char *name)
 {
 	union eos_hashmap_value *slot;
-	int r = eos_hashmap_get_or_insert(&p->dirents, name, strlen(name), &slot);
+	int r = eos_hashmap_get_or_insert(&p->x->dirents, name, strlen(name), &slot);
 
 	if (r == 1)
-		p->dirents_absent++; /* a new slot is EOS_DIRENT_ABSENT: the same as none */
+		p->x->dirents_absent++; /* a new slot is EOS_DIRENT_ABSENT: the same as none */
 	return r < 0 ? r : 0;
 }
 
 void
 eos_dir_apply(struct eos_view *v, struct eos_node *p, const char *name, uint64_t value)
 {
-	union eos_hashmap_value *slot = eos_hashmap_find(&p->dirents, name, strlen(name));
+	union eos_hashmap_value *slot = eos_hashmap_find(&p->x->dirents, name, strlen(name));
 	bool linked = value != EOS_DIRENT_ABSENT && value != EOS_DIRENT_WHITEOUT;
 	struct eos_node *n = linked ? eos_node_get(v, value) : NULL;
 
 	eos_dirlist_prepare(v, p); /* before the change: the cookies it handed out */
 	if (slot) {
 		if (slot->u64 == EOS_DIRENT_ABSENT && value != EOS_DIRENT_ABSENT)
-			p->dirents_absent--;
+			p->x->dirents_absent--;
 		else if (slot->u64 != EOS_DIRENT_ABSENT && value == EOS_DIRENT_ABSENT)
-			p->dirents_absent++;
+			p->x->dirents_absent++;
 		slot->u64 = value;
 	}
 	eos_dirlist_update(p, name, n ? value : 0, n ? n->mode & S_IFMT : 0);
@@ -114,10 +131,11 @@ eos_dir_tidy(struct eos_node *p)
 		TIDY_MIN = 64
 	};
 
-	if (p->dirents_absent < TIDY_MIN || p->dirents_absent * 2 < eos_hashmap_count(&p->dirents))
+	if (p->x->dirents_absent < TIDY_MIN ||
+	    p->x->dirents_absent * 2 < eos_hashmap_count(&p->x->dirents))
 		return;
-	if (eos_hashmap_compact(&p->dirents, dirent_present, NULL) == 0)
-		p->dirents_absent = 0;
+	if (eos_hashmap_compact(&p->x->dirents, dirent_present, NULL) == 0)
+		p->x->dirents_absent = 0;
 }
 
 /* --- listings --------------------------------------------------------------------------------- */
@@ -132,16 +150,41 @@ struct walk {
 };
 
 static int
-snap_add(struct eos_dir_snapshot *s, const char *name, uint64_t ino, uint32_t type)
+snap_add(struct eos_dir_snapshot *s, const char *name, uint64_t ino, uint32_t type,
+	 struct eos_listed *lower)
 {
 	char *copy = strdup(name);
 
 	if (!copy || eos_buf_array_reserve(&s->v, &s->cap, s->n + 1, sizeof(*s->v), 16) < 0) {
 		free(copy);
+		free(lower);
 		return -ENOMEM;
 	}
-	s->v[s->n++] = (struct eos_dirent_snap){ .name = copy, .ino = ino, .type = type };
+	s->v[s->n++] =
+		(struct eos_dirent_snap){ .name = copy, .ino = ino, .type = type, .lower = lower };
 	return 0;
+}
+
+/* What readdirplus needs of lower entry st to build its node, or NULL when its node needs the
+ * whole entry (a lookup then reads it). */
+static struct eos_listed *
+listed_new(const struct eos_stat *st, bool *nomem)
+{
+	struct eos_listed *l;
+
+	if (eos_node_lower_extended(st))
+		return NULL;
+	l = malloc(sizeof(*l));
+	*nomem = !l;
+	if (l)
+		*l = (struct eos_listed){ .size = st->size,
+					  .mtime_ns = st->attr.mtime_ns,
+					  .mode = st->attr.mode,
+					  .uid = st->attr.uid,
+					  .gid = st->attr.gid,
+					  .nxattrs = st->nxattrs,
+					  .kind = (uint8_t)st->kind };
+	return l;
 }
 
 static int
@@ -150,7 +193,7 @@ walk_upper(struct walk *w)
 	struct eos_hashmap_iter it = { 0 };
 	cleanup_free char *name = NULL;
 
-	while (eos_hashmap_next(&w->p->dirents, &it)) {
+	while (eos_hashmap_next(&w->p->x->dirents, &it)) {
 		uint64_t d = it.value->u64;
 		struct eos_node *n;
 
@@ -166,7 +209,7 @@ walk_upper(struct walk *w)
 			continue;
 		free(name);
 		name = strndup(it.key, it.klen);
-		if (!name || snap_add(w->snap, name, d, n->mode & S_IFMT) < 0)
+		if (!name || snap_add(w->snap, name, d, n->mode & S_IFMT, NULL) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -177,9 +220,11 @@ walk_lower_one(void *ctx, const char *name, const struct eos_stat *st)
 {
 	struct walk *w = ctx;
 	cleanup_free char *path = NULL;
+	struct eos_listed *lower;
+	bool nomem = false;
 	uint64_t ino;
 
-	if (eos_hashmap_find(&w->p->dirents, name, strlen(name)) &&
+	if (eos_hashmap_find(&w->p->x->dirents, name, strlen(name)) &&
 	    dirent_value(w->p, name) != EOS_DIRENT_ABSENT)
 		return 0; /* whiteout, or an upper entry already listed */
 	w->any = true;
@@ -189,12 +234,13 @@ walk_lower_one(void *ctx, const char *name, const struct eos_stat *st)
 		return 1;
 	if (!w->snap)
 		return 0;
-	if (w->p->lower[0] ? asprintf(&path, "%s/%s", w->p->lower, name) < 0
-			   : !(path = strdup(name)))
+	if (eos_node_lower(w->p)[0] ? asprintf(&path, "%s/%s", eos_node_lower(w->p), name) < 0
+				    : !(path = strdup(name)))
 		return -ENOMEM;
 	if (eos_node_identity(w->v, path, st->link_group, &ino) < 0)
 		return -ENOMEM;
-	return snap_add(w->snap, name, ino, eos_node_kind_type(st->kind));
+	lower = listed_new(st, &nomem);
+	return nomem ? -ENOMEM : snap_add(w->snap, name, ino, eos_node_kind_type(st->kind), lower);
 }
 
 static int
@@ -204,7 +250,7 @@ walk_dir(struct walk *w)
 
 	if (r < 0 || (w->stop_at_first && w->any) || !has_lower(w->p))
 		return r;
-	r = eos_tree_readdir(w->v->tree, w->p->lower, NULL, walk_lower_one, w, NULL);
+	r = eos_tree_readdir(w->v->tree, eos_node_lower(w->p), NULL, walk_lower_one, w, NULL);
 	return r < 0 ? r : 0;
 }
 
@@ -218,7 +264,7 @@ eos_dir_snapshot(struct eos_view *v, struct eos_node *p, struct eos_dir_snapshot
 		eos_dir_snapshot_release(ret);
 		return r;
 	}
-	p->subdirs = w.subdirs;
+	p->x->subdirs = w.subdirs;
 	p->flags |= EOS_NODE_SUBDIRS;
 	return 0;
 }
@@ -226,8 +272,10 @@ eos_dir_snapshot(struct eos_view *v, struct eos_node *p, struct eos_dir_snapshot
 void
 eos_dir_snapshot_release(struct eos_dir_snapshot *s)
 {
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		free(s->v[i].name);
+		free(s->v[i].lower);
+	}
 	free(s->v);
 	*s = (struct eos_dir_snapshot){ 0 };
 }
@@ -252,7 +300,7 @@ eos_dir_count_subdirs(struct eos_view *v, struct eos_node *p)
 	r = walk_dir(&w);
 	if (r < 0)
 		return r;
-	p->subdirs = w.subdirs;
+	p->x->subdirs = w.subdirs;
 	p->flags |= EOS_NODE_SUBDIRS;
 	return 0;
 }

@@ -39,7 +39,7 @@ truncate_fields(struct eos_node *n, uint64_t size)
 {
 	eos_partial_truncate(n, size);
 	n->size = size;
-	eos_writelog_truncate(&n->log, size);
+	eos_writelog_truncate(&n->x->log, size);
 	n->flags |= EOS_NODE_LOG_DIRTY;
 	eos_node_touch(n, true);
 }
@@ -47,7 +47,7 @@ truncate_fields(struct eos_node *n, uint64_t size)
 static int
 truncate_data(struct eos_node *n)
 {
-	return ftruncate(n->data_fd, (off_t)n->size) < 0 ? eos_neg_errno() : 0;
+	return ftruncate(n->x->data_fd, (off_t)n->size) < 0 ? eos_neg_errno() : 0;
 }
 
 /* Truncate n (locked) to size: recorded first, so a failure changes nothing. */
@@ -71,18 +71,17 @@ truncate_locked(struct eos_view *v, struct eos_node *n, uint64_t size)
 static void
 set_times(struct eos_node *n, const struct stat *a, unsigned valid)
 {
-	struct timespec now;
+	int64_t now = eos_node_now_ns();
 
-	clock_gettime(CLOCK_REALTIME, &now);
 	if (valid & EOS_SET_ATIME_NOW)
-		n->atime = now;
+		n->x->atime = now;
 	else if (valid & EOS_SET_ATIME)
-		n->atime = a->st_atim;
+		n->x->atime = eos_ts_to_ns(a->st_atim);
 	if (valid & EOS_SET_MTIME_NOW)
 		n->mtime = now;
 	else if (valid & EOS_SET_MTIME)
-		n->mtime = a->st_mtim;
-	n->ctime = valid & EOS_SET_CTIME ? a->st_ctim : now;
+		n->mtime = eos_ts_to_ns(a->st_mtim);
+	n->x->ctime = valid & EOS_SET_CTIME ? eos_ts_to_ns(a->st_ctim) : now;
 }
 
 static void
@@ -135,19 +134,17 @@ eos_fs_setattr(struct eos_view *v, struct eos_node *n, const struct stat *attr, 
 
 	if (r < 0)
 		return r;
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	r = setattr_locked(v, n, attr, valid);
-	if (n->opens == 0 && n->data_fd >= 0) {
-		close(n->data_fd); /* a truncate without an open file */
-		n->data_fd = -1;
-	}
+	if (n->x->opens == 0)
+		eos_data_close(v, n); /* a truncate without an open file */
 	if (r == 0 && eos_node_is_dir(n))
 		r = eos_dir_count_subdirs(v, n);
 	if (r == 0) {
 		eos_node_stat(n, out);
 		eos_data_blocks(v, n, out);
 	}
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return r;
 }
 
@@ -233,17 +230,17 @@ open_locked(struct eos_view *v, struct eos_node *n, struct eos_handle *h)
 	}
 	if (r == 0 && n->flags & EOS_NODE_DATA)
 		r = eos_data_open(v, n);
-	else if (r == 0 && S_ISREG(n->mode) && n->lst)
+	else if (r == 0 && S_ISREG(n->mode) && n->x->lst)
 		r = eos_lower_open(v, n, &h->lower);
-	h->lower_gen = n->gen;
+	h->lower_gen = n->x->gen;
 	if (r == 0 && h->writer) {
 		/* writeback mode: writes are attributed per file (see eos_view_options) */
-		n->writer_mixed |= n->writers > 0 && n->writer_op != h->op;
-		n->writer_op = h->op;
-		n->writers++;
+		n->x->writer_mixed |= n->x->writers > 0 && n->x->writer_op != h->op;
+		n->x->writer_op = h->op;
+		n->x->writers++;
 	}
 	if (r == 0)
-		n->opens++;
+		n->x->opens++;
 	return r;
 }
 
@@ -269,9 +266,10 @@ eos_fs_open(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *n, i
 		h->op_resolved = true;
 		h->writer = true;
 	}
-	pthread_mutex_lock(&n->lock);
-	r = open_locked(v, n, h);
-	pthread_mutex_unlock(&n->lock);
+	eos_node_lock(n);
+	r = eos_node_extend(v, n);
+	r = r ?: open_locked(v, n, h);
+	eos_node_unlock(n);
 	if (r < 0) {
 		free(h);
 		return r;
@@ -293,7 +291,7 @@ write_fd_locked(struct eos_view *v, struct eos_node *n)
 	int r = eos_copyup_data(v, n, false);
 
 	r = r ?: eos_data_open(v, n);
-	return r < 0 ? r : n->data_fd;
+	return r < 0 ? r : n->x->data_fd;
 }
 
 static int
@@ -304,19 +302,19 @@ handle_write_fd(struct eos_view *v, struct eos_handle *h)
 	if ((h->flags & O_ACCMODE) == O_RDONLY)
 		return -EBADF;
 	/* a live publish made the node a mirror of the new head since the open (reset.c) */
-	pthread_mutex_lock(&h->node->lock);
+	eos_node_lock(h->node);
 	bool upper = h->node->flags & EOS_NODE_UPPER;
-	pthread_mutex_unlock(&h->node->lock);
+	eos_node_unlock(h->node);
 	fd = upper ? 0 : eos_copyup_meta(v, h->node);
 	if (fd < 0)
 		return fd;
-	pthread_mutex_lock(&h->node->lock);
+	eos_node_lock(h->node);
 	if (!h->op_resolved) {
 		h->op = eos_fs_operation(v, h->pid);
 		h->op_resolved = true;
 	}
 	fd = write_fd_locked(v, h->node);
-	pthread_mutex_unlock(&h->node->lock);
+	eos_node_unlock(h->node);
 	return fd;
 }
 
@@ -325,11 +323,11 @@ eos_fs_read_fd(struct eos_handle *h)
 {
 	int fd;
 
-	pthread_mutex_lock(&h->node->lock);
+	eos_node_lock(h->node);
 	fd = (h->node->flags & (EOS_NODE_DATA | EOS_NODE_PARTIAL)) == EOS_NODE_DATA
-		     ? h->node->data_fd
+		     ? h->node->x->data_fd
 		     : -1;
-	pthread_mutex_unlock(&h->node->lock);
+	eos_node_unlock(h->node);
 	return fd;
 }
 
@@ -340,32 +338,51 @@ lower_current(struct eos_view *v, struct eos_handle *h)
 	struct eos_node *n = h->node;
 	int r = 0;
 
-	pthread_mutex_lock(&n->lock);
-	if (h->lower_gen != n->gen) {
+	eos_node_lock(n);
+	if (h->lower_gen != n->x->gen) {
 		eos_file_close(h->lower);
 		h->lower = NULL;
-		if (S_ISREG(n->mode) && n->lst)
+		if (S_ISREG(n->mode) && n->x->lst)
 			r = eos_lower_open(v, n, &h->lower);
-		h->lower_gen = r == 0 ? n->gen : h->lower_gen;
+		h->lower_gen = r == 0 ? n->x->gen : h->lower_gen;
 	}
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
+	return r;
+}
+
+/* A transient handle reads through the node's lower content, opened once for all of them. */
+static ssize_t
+read_lower_shared(struct eos_view *v, struct eos_node *n, void *buf, size_t size, uint64_t off,
+		  struct eos_error *err)
+{
+	ssize_t r = 0;
+
+	eos_node_lock(n);
+	if (!n->x->lower_file && S_ISREG(n->mode) && n->x->lst)
+		r = eos_lower_open(v, n, &n->x->lower_file);
+	if (r == 0 && n->x->lower_file)
+		r = eos_file_pread(n->x->lower_file, buf, size, off, err);
+	eos_node_unlock(n);
 	return r;
 }
 
 static ssize_t
 read_lower(struct eos_view *v, struct eos_handle *h, void *buf, size_t size, uint64_t off)
 {
-	struct eos_error err;
-	ssize_t r = lower_current(v, h);
+	struct eos_error err = { 0 };
+	ssize_t r;
 
-	if (r < 0)
-		return r;
-	if (!h->lower)
-		return 0;
-	r = eos_file_pread(h->lower, buf, size, off, &err);
+	if (h->transient) {
+		r = read_lower_shared(v, h->node, buf, size, off, &err);
+	} else {
+		r = lower_current(v, h);
+		if (r == 0 && h->lower)
+			r = eos_file_pread(h->lower, buf, size, off, &err);
+	}
 	if (r < 0)
 		eos_log_error("view of '%s': read of '%s': %s", v->sandbox,
-			      h->node->lower ? h->node->lower : "?", err.msg);
+			      eos_node_lower(h->node) ? eos_node_lower(h->node) : "?",
+			      err.msg[0] ? err.msg : strerror((int)-r));
 	return r;
 }
 
@@ -393,7 +410,7 @@ write_op(struct eos_view *v, struct eos_handle *h)
 	if (!v->writeback)
 		return h->op;
 	/* cached writes come through any writable handle: the file's single writer, if any */
-	return n->writers > 0 && !n->writer_mixed ? n->writer_op : v->self_op;
+	return n->x->writers > 0 && !n->x->writer_mixed ? n->x->writer_op : v->self_op;
 }
 
 /* n (locked) got [off, off + len) written by operation op: recorded, then journaled. */
@@ -402,7 +419,7 @@ wrote_locked(struct eos_view *v, struct eos_node *n, uint32_t op, uint64_t off, 
 {
 	if (off + len > n->size)
 		n->size = off + len;
-	eos_writelog_add(&n->log, off, off + len, op);
+	eos_writelog_add(&n->x->log, off, off + len, op);
 	eos_partial_wrote(n, off, off + len);
 	n->flags |= EOS_NODE_LOG_DIRTY;
 	eos_node_touch(n, true);
@@ -442,9 +459,9 @@ diff_ranges(struct eos_view *v, struct eos_handle *h, const char *buf, size_t le
 	cleanup_free char *old = NULL;
 	ssize_t got = 0;
 
-	pthread_mutex_lock(&h->node->lock);
+	eos_node_lock(h->node);
 	size = h->node->size;
-	pthread_mutex_unlock(&h->node->lock);
+	eos_node_unlock(h->node);
 	old_len = off < size ? (size_t)EOS_MIN((uint64_t)len, size - off) : 0;
 	if (old_len && !(old = malloc(old_len)))
 		return -ENOMEM;
@@ -487,7 +504,7 @@ wrote_diff_locked(struct eos_view *v, struct eos_node *n, uint32_t op, uint64_t 
 	for (size_t i = 0; r == 0 && i < d->n && d->v[i].start < off + len; i++) {
 		uint64_t end = EOS_MIN(d->v[i].end, off + len);
 
-		eos_writelog_add(&n->log, d->v[i].start, end, op);
+		eos_writelog_add(&n->x->log, d->v[i].start, end, op);
 		r = eos_journal_wrote(v, n, d->v[i].start, end, op);
 		changed = true;
 	}
@@ -502,7 +519,7 @@ pwrite_locked(struct eos_node *n, int fd, const void *buf, size_t size, uint64_t
 {
 	ssize_t got;
 
-	if (eos_writelog_reserve(&n->log) < 0 || eos_partial_reserve(n) < 0)
+	if (eos_writelog_reserve(&n->x->log) < 0 || eos_partial_reserve(n) < 0)
 		return -ENOMEM;
 	got = pwrite(fd, buf, size, (off_t)off);
 	return got < 0 ? eos_neg_errno() : got;
@@ -543,10 +560,10 @@ growth(struct eos_node *n, uint64_t off, uint64_t len)
 {
 	uint64_t end = off + len;
 
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	if (!(n->flags & EOS_NODE_PARTIAL) && n->flags & EOS_NODE_DATA)
 		len = end > n->size ? end - EOS_MAX(off, n->size) : 0;
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return len;
 }
 
@@ -564,21 +581,21 @@ eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t s
 		return fd;
 	if (v->writeback && (got = diff_ranges(v, h, buf, size, off, &d)) < 0)
 		return got;
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	if (n->flags & EOS_NODE_PARTIAL) {
 		got = pwrite_locked(n, fd, buf, size, off);
 	} else {
-		pthread_mutex_unlock(&n->lock); /* plain data files take parallel writes */
+		eos_node_unlock(n); /* plain data files take parallel writes */
 		got = pwrite(fd, buf, size, (off_t)off);
 		got = got < 0 ? eos_neg_errno() : got;
-		pthread_mutex_lock(&n->lock);
+		eos_node_lock(n);
 	}
 	int r = 0;
 	if (got > 0 && v->writeback)
 		r = wrote_diff_locked(v, n, write_op(v, h), off, (uint64_t)got, &d);
 	else if (got > 0)
 		r = wrote_locked(v, n, h->op, off, (uint64_t)got);
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return r < 0 ? r : got;
 }
 
@@ -596,19 +613,74 @@ eos_fs_release(struct eos_view *v, struct eos_handle *h)
 	if (h->next)
 		h->next->prev = h->prev;
 	pthread_mutex_unlock(&v->handles_lock);
-	pthread_mutex_lock(&n->lock);
-	if (n->opens > 0)
-		n->opens--;
-	if (h->writer && n->writers > 0 && --n->writers == 0)
-		n->writer_mixed = false;
-	if (n->opens == 0 && n->data_fd >= 0) {
-		close(n->data_fd);
-		n->data_fd = -1;
-	}
-	pthread_mutex_unlock(&n->lock);
+	eos_node_lock(n);
+	if (n->x->opens > 0)
+		n->x->opens--;
+	if (h->writer && n->x->writers > 0 && --n->x->writers == 0)
+		n->x->writer_mixed = false;
+	if (n->x->opens == 0)
+		eos_data_close(v, n);
+	eos_node_unlock(n);
 	eos_file_close(h->lower);
 	free(h);
 	return 0;
+}
+
+void
+eos_data_close(struct eos_view *v, struct eos_node *n)
+{
+	if (n->x->data_fd >= 0)
+		close(n->x->data_fd);
+	if (eos_node_extended(n))
+		n->x->data_fd = -1;
+	if (n->flags & EOS_NODE_FD_KEPT) {
+		n->flags &= ~(unsigned)EOS_NODE_FD_KEPT;
+		atomic_fetch_sub(&v->kept_fds, 1);
+	}
+}
+
+int
+eos_fs_transient_begin(struct eos_view *v, struct eos_node *n, pid_t pid, struct eos_handle *h)
+{
+	int r;
+
+	*h = (struct eos_handle){ .node = n, .pid = pid, .flags = O_RDWR, .transient = true };
+	eos_node_lock(n);
+	r = eos_node_extend(v, n);
+	if (r == 0 && n->flags & EOS_NODE_DATA)
+		r = eos_data_open(v, n);
+	if (r == 0)
+		n->x->opens++;
+	eos_node_unlock(n);
+	return r;
+}
+
+/* n (locked) has no handle open now: keep its data file open for the next request, within the
+ * view's bound, else close it. */
+static void
+data_keep(struct eos_view *v, struct eos_node *n)
+{
+	if (n->x->data_fd < 0 || n->flags & EOS_NODE_FD_KEPT)
+		return;
+	if (atomic_fetch_add(&v->kept_fds, 1) < EOS_KEPT_FDS) {
+		n->flags |= EOS_NODE_FD_KEPT;
+		return;
+	}
+	atomic_fetch_sub(&v->kept_fds, 1);
+	eos_data_close(v, n);
+}
+
+void
+eos_fs_transient_end(struct eos_view *v, struct eos_handle *h)
+{
+	struct eos_node *n = h->node;
+
+	eos_node_lock(n);
+	if (n->x->opens > 0)
+		n->x->opens--;
+	if (n->x->opens == 0)
+		data_keep(v, n);
+	eos_node_unlock(n);
 }
 
 int
@@ -616,12 +688,12 @@ eos_fs_fsync(struct eos_view *v, struct eos_node *n, bool datasync)
 {
 	int r = 0;
 
-	pthread_mutex_lock(&n->lock);
-	if (n->data_fd >= 0 && (datasync ? fdatasync(n->data_fd) : fsync(n->data_fd)) < 0)
+	eos_node_lock(n);
+	if (n->x->data_fd >= 0 && (datasync ? fdatasync(n->x->data_fd) : fsync(n->x->data_fd)) < 0)
 		r = eos_neg_errno();
 	if (r == 0 && v->session)
 		r = eos_delta_flush_node(v, n, true);
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return r;
 }
 
@@ -636,11 +708,11 @@ eos_fs_fallocate(struct eos_view *v, struct eos_handle *h, int mode, uint64_t of
 	r = r ?: handle_write_fd(v, h);
 	if (r < 0)
 		return r;
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	if (eos_partial_reserve(n) < 0)
 		r = -ENOMEM;
-	else if (fallocate(n->data_fd, mode, (off_t)off, (off_t)len) < 0 ||
-		 fstat(n->data_fd, &st) < 0)
+	else if (fallocate(n->x->data_fd, mode, (off_t)off, (off_t)len) < 0 ||
+		 fstat(n->x->data_fd, &st) < 0)
 		r = eos_neg_errno();
 	if (r >= 0 && mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
 		eos_partial_wrote(n, off, off + len); /* those bytes are zeros now */
@@ -649,7 +721,7 @@ eos_fs_fallocate(struct eos_view *v, struct eos_handle *h, int mode, uint64_t of
 		eos_node_touch(n, true);
 		r = eos_delta_flush_node(v, n, false);
 	}
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return r < 0 ? r : 0;
 }
 
@@ -665,10 +737,10 @@ copy_through_memory(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
 	got = eos_fs_read(v, in, buf, EOS_MIN(len, (size_t)COPY_RANGE_BLOCK), off_in);
 	if (got <= 0)
 		return got;
-	pthread_mutex_lock(&out->node->lock);
+	eos_node_lock(out->node);
 	got = pwrite_locked(out->node, fd_out, buf, (size_t)got, off_out);
 	int r = got > 0 ? wrote_locked(v, out->node, write_op(v, out), off_out, (uint64_t)got) : 0;
-	pthread_mutex_unlock(&out->node->lock);
+	eos_node_unlock(out->node);
 	return r < 0 ? r : got;
 }
 
@@ -685,17 +757,17 @@ eos_fs_copy_range(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
 	fd_out = fd_out ?: handle_write_fd(v, out);
 	if (fd_out < 0)
 		return fd_out;
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	bool direct = fd_in >= 0 && !(n->flags & EOS_NODE_PARTIAL);
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	if (!direct)
 		return copy_through_memory(v, in, off_in, out, fd_out, off_out, len);
 	got = copy_file_range(fd_in, &oi, fd_out, &oo, len, 0);
 	if (got < 0)
 		return eos_neg_errno();
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	int r = got > 0 ? wrote_locked(v, n, write_op(v, out), off_out, (uint64_t)got) : 0;
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return r < 0 ? r : got;
 }
 
@@ -711,9 +783,9 @@ eos_fs_lseek(struct eos_view *v, struct eos_handle *h, int64_t off, int whence)
 		r = lseek(fd, (off_t)off, whence);
 		return r < 0 ? eos_neg_errno() : r;
 	}
-	pthread_mutex_lock(&h->node->lock);
+	eos_node_lock(h->node);
 	size = h->node->size;
-	pthread_mutex_unlock(&h->node->lock);
+	eos_node_unlock(h->node);
 	if (whence != SEEK_DATA && whence != SEEK_HOLE)
 		return -EINVAL;
 	if (off < 0 || (uint64_t)off >= size)

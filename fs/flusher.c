@@ -208,13 +208,13 @@ eos_flusher_checkpoint(struct eos_view *v, const uint64_t *inos, size_t n)
 
 		if (!node)
 			continue;
-		pthread_mutex_lock(&node->lock);
+		eos_node_lock(node);
 		r = eos_delta_flush_node(v, node, false);
 		if (r == 0)
 			node->flags &= ~(unsigned)EOS_NODE_QUEUED;
 		else
 			requeue(v, inos[i]);
-		pthread_mutex_unlock(&node->lock);
+		eos_node_unlock(node);
 		eos_node_forget(v, inos[i], 1);
 		ok = ok && r == 0;
 	}

@@ -182,6 +182,8 @@ note_request(struct eos_view_mount *m, const void *buf, size_t len)
 	size_t alen = len - sizeof(*h);
 
 	request_kills = 0;
+	if (h->opcode < EOS_VIEW_OPCODES)
+		atomic_fetch_add_explicit(&m->requests[h->opcode], 1, memory_order_relaxed);
 	if (h->opcode == FUSE_INIT && alen >= offsetof(struct fuse_init_in, flags2)) {
 		const struct fuse_init_in *in = arg;
 
@@ -204,6 +206,12 @@ io_read(int fd, void *buf, size_t len, void *userdata)
 	if (r >= (ssize_t)sizeof(struct fuse_in_header))
 		note_request(userdata, buf, (size_t)r);
 	return r;
+}
+
+uint64_t
+eos_view_mount_requests(const struct eos_view_mount *m, unsigned op)
+{
+	return op < EOS_VIEW_OPCODES ? atomic_load(&m->requests[op]) : 0;
 }
 
 /* The reply to INIT asks for HANDLE_KILLPRIV_V2 when the kernel offered it. */

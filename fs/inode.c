@@ -13,40 +13,6 @@
 
 #include "fs/view-internal.h"
 
-struct eos_node *
-eos_node_new(uint64_t ino)
-{
-	struct eos_node *n = calloc(1, sizeof(*n));
-
-	if (!n)
-		return NULL;
-	n->ino = ino;
-	n->data_fd = -1;
-	pthread_mutex_init(&n->lock, NULL);
-	return n;
-}
-
-void
-eos_node_free(struct eos_node *n)
-{
-	if (!n)
-		return;
-	if (n->data_fd >= 0)
-		close(n->data_fd);
-	free(n->name);
-	free(n->lower);
-	free(n->lst);
-	free(n->target);
-	eos_hashmap_release(&n->dirents);
-	eos_dirlist_free(n->list);
-	eos_xattrs_free(n);
-	eos_writelog_release(&n->log);
-	eos_writelog_release(&n->present);
-	eos_file_close(n->lower_file);
-	pthread_mutex_destroy(&n->lock);
-	free(n);
-}
-
 static void identity_drop(struct eos_view *v, struct eos_node *n);
 
 static struct eos_table_shard *
@@ -65,7 +31,7 @@ node_get(struct eos_view *v, uint64_t ino, uint64_t refs)
 	pthread_mutex_lock(&s->lock);
 	n = eos_table_find(s, ino);
 	if (n)
-		n->nlookup += refs;
+		eos_node_nlookup_add(n, refs);
 	pthread_mutex_unlock(&s->lock);
 	return n;
 }
@@ -112,7 +78,7 @@ eos_node_ref(struct eos_view *v, struct eos_node *n, uint64_t count)
 	struct eos_table_shard *s = shard_of(v, n->ino);
 
 	pthread_mutex_lock(&s->lock);
-	n->nlookup += count;
+	eos_node_nlookup_add(n, count);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -144,20 +110,23 @@ eos_node_forget(struct eos_view *v, uint64_t ino, uint64_t count)
 
 	if (!n || ino == EOS_ROOT_INO)
 		return;
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	pthread_mutex_lock(&s->lock);
-	n->nlookup -= EOS_MIN(count, n->nlookup);
-	if (n->nlookup == 0 && n->opens == 0 && (!(n->flags & EOS_NODE_UPPER) || n->nlink == 0)) {
+	if (n->nlookup != UINT32_MAX) /* stuck there: the node lives on */
+		n->nlookup -= (uint32_t)EOS_MIN(count, (uint64_t)n->nlookup);
+	if (n->nlookup == 0 && n->x->opens == 0 &&
+	    (!(n->flags & EOS_NODE_UPPER) || n->nlink == 0)) {
 		eos_table_remove(s, n);
 		identity_drop(v, n);
 		drop = true;
 	}
 	pthread_mutex_unlock(&s->lock);
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	if (!drop)
 		return;
 	if (n->nlink == 0)
 		node_discard(v, n);
+	eos_data_close(v, n);
 	eos_node_free(n);
 	if (atomic_fetch_add(&v->freed, 1) + 1 == EOS_TIDY_AFTER)
 		eos_flusher_kick(v);
@@ -345,20 +314,22 @@ bool
 eos_node_has_identity(const struct eos_node *n, const char *path, uint64_t group)
 {
 	if (group)
-		return n->link_group == group;
-	return !n->link_group && n->lower && strcmp(n->lower, path) == 0;
+		return n->x->link_group == group;
+	return !n->x->link_group && eos_node_lower(n) && strcmp(eos_node_lower(n), path) == 0;
 }
 
 int
 eos_node_identity_set(struct eos_view *v, struct eos_node *n)
 {
-	bool remapped = n->lower && n->ino != eos_node_ino_derived(n->lower, n->link_group);
+	const char *lower = eos_node_lower(n);
+	uint64_t group = n->x->link_group;
+	bool remapped = lower && n->ino != eos_node_ino_derived(lower, group);
 	int r;
 
-	if (!n->lower || (!remapped && !(n->flags & EOS_NODE_REMAPPED)))
+	if (!lower || (!remapped && !(n->flags & EOS_NODE_REMAPPED)))
 		return 0;
-	r = remapped ? remap_update(v, n->lower, n->link_group, REMAP_PUT, n->ino, NULL)
-		     : remap_update(v, n->lower, n->link_group, REMAP_DROP, n->ino, NULL);
+	r = remapped ? remap_update(v, lower, group, REMAP_PUT, n->ino, NULL)
+		     : remap_update(v, lower, group, REMAP_DROP, n->ino, NULL);
 	if (r == 0 && remapped)
 		n->flags |= EOS_NODE_REMAPPED;
 	else if (r == 0)
@@ -380,130 +351,53 @@ eos_node_identities_reset(struct eos_view *v)
 static void
 identity_drop(struct eos_view *v, struct eos_node *n)
 {
-	if (!(n->flags & EOS_NODE_REMAPPED) || !n->lower)
+	if (!(n->flags & EOS_NODE_REMAPPED) || !eos_node_lower(n))
 		return;
-	remap_update(v, n->lower, n->link_group, REMAP_DROP, n->ino, NULL);
+	remap_update(v, eos_node_lower(n), n->x->link_group, REMAP_DROP, n->ino, NULL);
 	n->flags &= ~(unsigned)EOS_NODE_REMAPPED;
-}
-
-struct eos_lower *
-eos_lower_new(const struct eos_stat *st)
-{
-	bool inl = st->content.kind == EOS_CONTENT_INLINE;
-	size_t len = inl ? EOS_MIN(st->content.inline_len, (uint32_t)EOS_INLINE_MAX) : 0;
-	struct eos_lower *l = malloc(sizeof(*l) + len);
-
-	if (!l)
-		return NULL;
-	*l = (struct eos_lower){ .version = st->version,
-				 .floor = st->floor,
-				 .content_size = st->content.size,
-				 .digest = st->content.digest,
-				 .nxattrs = st->nxattrs,
-				 .inline_len = (uint16_t)len,
-				 .kind = (uint8_t)st->kind,
-				 .content_kind = (uint8_t)st->content.kind };
-	memcpy(l->inline_data, st->content.inline_data, len);
-	return l;
-}
-
-void
-eos_lower_dir(const struct eos_lower *l, struct eos_stat *ret)
-{
-	memset(ret, 0, offsetof(struct eos_stat, content));
-	ret->kind = (enum eos_kind)l->kind;
-	ret->floor = l->floor;
-	ret->version = l->version;
-	ret->nxattrs = l->nxattrs;
-}
-
-void
-eos_lower_content(const struct eos_lower *l, struct eos_content *ret)
-{
-	ret->kind = (enum eos_content_kind)l->content_kind;
-	ret->size = l->content_size;
-	ret->digest = l->digest;
-	ret->inline_len = l->inline_len;
-	memcpy(ret->inline_data, l->inline_data, l->inline_len);
-}
-
-int
-eos_lower_open(struct eos_view *v, const struct eos_node *n, struct eos_file **ret)
-{
-	struct eos_content c;
-
-	eos_lower_content(n->lst, &c);
-	return eos_store_file_open_content(v->store, &c, ret, NULL);
-}
-
-uint32_t
-eos_node_kind_type(enum eos_kind k)
-{
-	uint32_t type = eos_kind_mode(k);
-
-	return type ? type : S_IFREG;
-}
-
-struct timespec
-eos_ns_to_ts(int64_t ns)
-{
-	int64_t s = ns / 1000000000, r = ns % 1000000000;
-
-	if (r < 0) {
-		r += 1000000000;
-		s--;
-	}
-	return (struct timespec){ .tv_sec = s, .tv_nsec = r };
-}
-
-int64_t
-eos_ts_to_ns(struct timespec ts)
-{
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-void
-eos_node_fill_lower(struct eos_node *n, const struct eos_stat *lst)
-{
-	n->mode = eos_node_kind_type(lst->kind) | (lst->attr.mode & 07777);
-	n->uid = lst->attr.uid;
-	n->gid = lst->attr.gid;
-	n->size = lst->size;
-	n->rdev = lst->rdev;
-	n->nlink = 1;
-	n->mtime = n->atime = n->ctime = eos_ns_to_ts(lst->attr.mtime_ns);
-	n->link_group = lst->link_group;
 }
 
 static int
 child_path(const struct eos_node *parent, const char *name, char **ret)
 {
-	int r = parent->lower[0] ? asprintf(ret, "%s/%s", parent->lower, name)
-				 : asprintf(ret, "%s", name);
+	const char *dir = eos_node_lower(parent);
+	int r;
 
+	if (!dir)
+		return -ENOENT; /* no lower directory: no lower children */
+	r = dir[0] ? asprintf(ret, "%s/%s", dir, name) : asprintf(ret, "%s", name);
 	return r < 0 ? -ENOMEM : 0;
 }
 
+/* Directories need their entry for lookups below, hard-linked files for their identity,
+ * devices for their number. */
+bool
+eos_node_lower_extended(const struct eos_stat *lst)
+{
+	return lst->kind == EOS_KIND_DIR || lst->link_group || lst->rdev;
+}
+
+/* The node of lower entry lst at path, named name (the end of path), with path in its own
+ * allocation: a looked-up lower file costs this one allocation. */
 static struct eos_node *
 node_build(struct eos_view *v, uint64_t ino, const struct eos_node *parent, const char *name,
-	   char *path, const struct eos_stat *lst)
+	   const char *path, const struct eos_stat *lst)
 {
-	struct eos_node *n = eos_node_new(ino);
+	struct eos_node *n = eos_node_new_lower(ino, path, strlen(name));
 
 	if (!n)
 		return NULL;
 	eos_node_fill_lower(n, lst);
+	n->parent = parent->ino;
+	if (eos_node_lower_extended(lst)) {
+		if (eos_node_extend_bare(n) < 0 || !(n->x->lst = eos_lower_new(lst))) {
+			eos_node_free(n);
+			return NULL;
+		}
+		eos_node_fill_lower(n, lst);
+	}
 	if (lst->kind == EOS_KIND_FILE && lst->link_group)
 		n->nlink = eos_links_count(v, lst->link_group);
-	n->parent = parent->ino;
-	n->name = strdup(name);
-	n->lst = eos_lower_new(lst);
-	n->lower = path;
-	if (!n->name || !n->lst) {
-		n->lower = NULL; /* the caller keeps path */
-		eos_node_free(n);
-		return NULL;
-	}
 	return n;
 }
 
@@ -550,7 +444,7 @@ place(struct eos_view *v, uint64_t ino, const char *path, uint64_t group, struct
 	pthread_mutex_lock(&s->lock);
 	*ret = eos_table_find(s, ino);
 	if (*ret && eos_node_has_identity(*ret, path, group)) {
-		(*ret)->nlookup += ref ? 1 : 0;
+		eos_node_nlookup_add(*ret, ref ? 1 : 0);
 		where = PLACE_FOUND;
 	} else if (*ret) {
 		where = PLACE_COLLISION;
@@ -569,7 +463,7 @@ remap_new(struct eos_view *v, const char *path, uint64_t group, uint64_t *ino)
 	return remap_update(v, path, group, REMAP_CLAIM, eos_node_alloc_ino(v), ino);
 }
 
-/* The node for lower entry lst at path (taken over by the node it builds). */
+/* The node for lower entry lst at path (path is freed here). */
 static int
 lower_node(struct eos_view *v, const struct eos_node *parent, const char *name, char *path,
 	   const struct eos_stat *lst, bool ref, struct eos_node **ret)
@@ -582,7 +476,7 @@ lower_node(struct eos_view *v, const struct eos_node *parent, const char *name, 
 
 	for (unsigned tries = 0; r == 0 && where != PLACE_FOUND && where != PLACE_INSERTED;
 	     tries++) {
-		const char *at = fresh ? fresh->lower : path;
+		const char *at = path;
 
 		if (fresh)
 			fresh->ino = ino;
@@ -596,8 +490,6 @@ lower_node(struct eos_view *v, const struct eos_node *parent, const char *name, 
 		else if (where == PLACE_FREE &&
 			 !(fresh = node_build(v, ino, parent, name, path, lst)))
 			r = -ENOMEM;
-		else if (where == PLACE_FREE)
-			path = NULL; /* the node owns it */
 		if (fresh && where == PLACE_FREE)
 			fresh->nlookup = ref ? 1 : 0;
 	}
@@ -615,31 +507,4 @@ eos_node_from_lower(struct eos_view *v, const struct eos_node *parent, const cha
 	int r = child_path(parent, name, &path);
 
 	return r ?: lower_node(v, parent, name, path, lst, ref, ret);
-}
-
-void
-eos_node_stat(const struct eos_node *n, struct stat *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->st_ino = n->ino;
-	st->st_mode = n->mode;
-	st->st_nlink = eos_node_is_dir(n) ? 2 + n->subdirs : n->nlink;
-	st->st_uid = n->uid;
-	st->st_gid = n->gid;
-	st->st_rdev = (dev_t)n->rdev;
-	st->st_size = (off_t)n->size;
-	st->st_blksize = 4096;
-	st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
-	st->st_atim = n->atime;
-	st->st_mtim = n->mtime;
-	st->st_ctim = n->ctime;
-}
-
-void
-eos_node_touch(struct eos_node *n, bool mtime)
-{
-	clock_gettime(CLOCK_REALTIME, &n->ctime);
-	if (mtime)
-		n->mtime = n->ctime;
-	n->flags |= EOS_NODE_DIRTY;
 }

@@ -141,8 +141,8 @@ apply_copyup(struct eos_node *n, const struct jrec *r)
 	n->flags |= EOS_NODE_DATA;
 	if (r->copyup == EOS_JCOPYUP_PARTIAL) {
 		n->flags |= EOS_NODE_PARTIAL;
-		eos_writelog_release(&n->present);
-		n->lower_limit = r->lower_limit;
+		eos_writelog_release(&n->x->present);
+		n->x->lower_limit = r->lower_limit;
 	}
 }
 
@@ -154,17 +154,17 @@ replay_one(struct eos_view *v, const struct jrec *r, uint64_t *max_seq)
 	int e;
 
 	*max_seq = EOS_MAX(*max_seq, r->seq);
-	if (!n || !(n->flags & EOS_NODE_UPPER) || r->seq <= n->jseq)
+	if (!n || !(n->flags & EOS_NODE_UPPER) || r->seq <= n->x->jseq)
 		return 0; /* removed since, or already in its records */
 	apply_copyup(n, r);
-	e = eos_writelog_add(&n->log, r->start, r->end, r->op);
+	e = eos_writelog_add(&n->x->log, r->start, r->end, r->op);
 	if (e == 0 && n->flags & EOS_NODE_PARTIAL)
-		e = eos_writelog_add(&n->present, r->start, r->end, 0);
+		e = eos_writelog_add(&n->x->present, r->start, r->end, 0);
 	if (e < 0)
 		return e;
 	n->size = r->size;
-	n->mtime = n->ctime = eos_ns_to_ts(r->mtime_ns);
-	n->jseq = r->seq;
+	n->mtime = n->x->ctime = r->mtime_ns;
+	n->x->jseq = r->seq;
 	n->flags |= EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY;
 	return 0;
 }
@@ -446,13 +446,13 @@ eos_journal_wrote(struct eos_view *v, struct eos_node *n, uint64_t start, uint64
 	uint8_t buf[RECORD_BYTES];
 	struct jrec rec = { .ino = n->ino,
 			    .type = REC_WRITE,
-			    .copyup = n->jcopyup,
+			    .copyup = n->x->jcopyup,
 			    .op = op,
 			    .start = start,
 			    .end = end,
 			    .size = n->size,
-			    .mtime_ns = eos_ts_to_ns(n->mtime),
-			    .lower_limit = n->lower_limit };
+			    .mtime_ns = n->mtime,
+			    .lower_limit = n->x->lower_limit };
 	ssize_t got;
 
 	pthread_rwlock_rdlock(&j->lock);
@@ -465,8 +465,8 @@ eos_journal_wrote(struct eos_view *v, struct eos_node *n, uint64_t start, uint64
 		/* every write past the size asks again: a rotation that failed is retried */
 		if (bytes >= ROTATE_BYTES)
 			eos_flusher_kick(v);
-		n->jseq = rec.seq;
-		n->jcopyup = EOS_JCOPYUP_NONE;
+		n->x->jseq = rec.seq;
+		n->x->jcopyup = EOS_JCOPYUP_NONE;
 		eos_flusher_queue(v, n);
 	}
 	pthread_rwlock_unlock(&j->lock);

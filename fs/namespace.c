@@ -16,14 +16,14 @@ eos_fs_getattr(struct eos_view *v, struct eos_node *n, struct stat *st)
 {
 	int r = 0;
 
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	if (eos_node_is_dir(n))
 		r = eos_dir_count_subdirs(v, n);
 	if (r == 0) {
 		eos_node_stat(n, st);
 		eos_data_blocks(v, n, st);
 	}
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return r;
 }
 
@@ -32,9 +32,21 @@ eos_fs_lookup(struct eos_view *v, struct eos_node *p, const char *name, struct e
 {
 	int r;
 
-	pthread_mutex_lock(&p->lock);
+	eos_node_lock(p);
 	r = eos_node_is_dir(p) ? eos_dir_child(v, p, name, true, ret) : -ENOTDIR;
-	pthread_mutex_unlock(&p->lock);
+	eos_node_unlock(p);
+	return r;
+}
+
+int
+eos_fs_lookup_listed(struct eos_view *v, struct eos_node *p, const char *name,
+		     const struct eos_listed *lower, struct eos_node **ret)
+{
+	int r;
+
+	eos_node_lock(p);
+	r = eos_node_is_dir(p) ? eos_dir_child_listed(v, p, name, lower, true, ret) : -ENOTDIR;
+	eos_node_unlock(p);
 	return r;
 }
 
@@ -70,16 +82,15 @@ new_node(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, cons
 	if (S_ISDIR(mode) && p->mode & S_ISGID)
 		n->mode |= S_ISGID;
 	n->nlink = 1;
-	n->rdev = S_ISCHR(mode) || S_ISBLK(mode) ? rdev : 0;
+	n->x->rdev = S_ISCHR(mode) || S_ISBLK(mode) ? rdev : 0;
 	n->parent = p->ino;
 	n->flags = EOS_NODE_UPPER | EOS_NODE_CREATED | EOS_NODE_XATTRS | EOS_NODE_SUBDIRS;
-	n->name = strdup(name);
-	n->target = target ? strdup(target) : NULL;
+	eos_node_set_name(n, strdup(name));
+	n->x->target = target ? strdup(target) : NULL;
 	n->size = target ? strlen(target) : 0;
-	clock_gettime(CLOCK_REALTIME, &n->mtime);
-	n->atime = n->ctime = n->mtime;
+	n->mtime = n->x->atime = n->x->ctime = eos_node_now_ns();
 	/* a new file has no data file until its first write: empty files cost no create */
-	if (!n->name || (target && !n->target)) {
+	if (!n->name || (target && !n->x->target)) {
 		eos_node_free(n);
 		return NULL;
 	}
@@ -114,7 +125,8 @@ make_locked(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, c
 	n = new_node(v, ctx, p, name, mode, target, rdev);
 	if (!n)
 		return -ENOMEM;
-	if (dir && eos_hashmap_get(&p->dirents, name, strlen(name)) == (void *)EOS_DIRENT_WHITEOUT)
+	if (dir &&
+	    eos_hashmap_get(&p->x->dirents, name, strlen(name)) == (void *)EOS_DIRENT_WHITEOUT)
 		n->flags |= EOS_NODE_OPAQUE;
 	n->nlookup = 1;
 	r = eos_node_insert(v, n); /* unreachable until the dirent is applied */
@@ -127,7 +139,7 @@ make_locked(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, c
 	r = r ?: eos_txn_dirent(&t, p, name, n->ino);
 	r = r ?: parent_changed(&t, p);
 	if (r == 0 && dir)
-		p->subdirs++;
+		p->x->subdirs++;
 	r = eos_txn_end(&t, r);
 	if (r < 0) {
 		eos_node_remove(v, n);
@@ -145,9 +157,9 @@ make_node(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, con
 
 	if (r < 0)
 		return r;
-	pthread_mutex_lock(&p->lock);
+	eos_node_lock(p);
 	r = make_locked(v, ctx, p, name, mode, target, rdev, ret);
-	pthread_mutex_unlock(&p->lock);
+	eos_node_unlock(p);
 	return r;
 }
 
@@ -204,13 +216,13 @@ eos_fs_link(struct eos_view *v, struct eos_node *n, struct eos_node *p, const ch
 	r = r ?: eos_copyup_meta(v, p);
 	if (r < 0)
 		return r;
-	pthread_mutex_lock(&p->lock);
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(p);
+	eos_node_lock(n);
 	r = link_locked(v, n, p, name);
 	if (r == 0)
 		eos_node_ref(v, n, 1);
-	pthread_mutex_unlock(&n->lock);
-	pthread_mutex_unlock(&p->lock);
+	eos_node_unlock(n);
+	eos_node_unlock(p);
 	return r;
 }
 
@@ -223,7 +235,7 @@ clear_dirents(struct eos_node *c, struct eos_session_batch *b)
 	cleanup_free char *name = NULL;
 	int r = 0;
 
-	while (r == 0 && eos_hashmap_next(&c->dirents, &it)) {
+	while (r == 0 && eos_hashmap_next(&c->x->dirents, &it)) {
 		if (it.value->u64 == EOS_DIRENT_ABSENT)
 			continue;
 		free(name);
@@ -239,6 +251,7 @@ drop_link(struct eos_txn *t, struct eos_node *c)
 {
 	int r = eos_txn_save(t, c);
 
+	r = r ?: eos_node_extend_bare(c); /* its times change */
 	if (r < 0)
 		return r;
 	if (eos_node_is_dir(c)) {
@@ -283,8 +296,8 @@ unlink_locked(struct eos_view *v, struct eos_node *p, struct eos_node *c, const 
 	r = r ?: eos_txn_drop(&t, p, name);
 	r = r ?: drop_link(&t, c);
 	r = r ?: parent_changed(&t, p);
-	if (r == 0 && dir && p->subdirs > 0)
-		p->subdirs--;
+	if (r == 0 && dir && p->x->subdirs > 0)
+		p->x->subdirs--;
 	return eos_txn_end(&t, r);
 }
 
@@ -296,14 +309,14 @@ eos_fs_unlink(struct eos_view *v, struct eos_node *p, const char *name, bool dir
 
 	if (r < 0)
 		return r;
-	pthread_mutex_lock(&p->lock);
+	eos_node_lock(p);
 	r = eos_dir_child(v, p, name, false, &c);
 	if (r == 0) {
-		pthread_mutex_lock(&c->lock);
+		eos_node_lock(c);
 		r = unlink_locked(v, p, c, name, dir);
-		pthread_mutex_unlock(&c->lock);
+		eos_node_unlock(c);
 	}
-	pthread_mutex_unlock(&p->lock);
+	eos_node_unlock(p);
 	return r;
 }
 
@@ -312,15 +325,15 @@ eos_fs_readlink(struct eos_view *v, struct eos_node *n, char **ret)
 {
 	int r = 0;
 
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	if (!S_ISLNK(n->mode))
 		r = -EINVAL;
-	else if (!n->target && n->lower)
-		r = eos_tree_readlink(v->tree, n->lower, &n->target, NULL);
+	else if (!n->x->target && eos_node_lower(n) && (r = eos_node_extend(v, n)) == 0)
+		r = eos_tree_readlink(v->tree, eos_node_lower(n), &n->x->target, NULL);
 	if (r == 0)
-		*ret = n->target ? strdup(n->target) : NULL;
+		*ret = n->x->target ? strdup(n->x->target) : NULL;
 	if (r == 0 && !*ret)
 		r = -ENOMEM;
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return r;
 }

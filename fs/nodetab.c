@@ -2,7 +2,8 @@
 /*
  * fs/nodetab: one shard of the node table, inode number → node. The nodes chain through
  * node->hnext from a power-of-two array of buckets that grows with the nodes and shrinks after
- * they go, so that a node costs two pointers in the table (a node per looked-up file).
+ * they go, so that a node costs one pointer and a half to one bucket (a node per looked-up
+ * file).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 enum {
 	BUCKETS_MIN = 16,
+	LOAD_MAX = 2, /* nodes per bucket before the buckets double: chains of 1-2 on average */
 };
 
 static size_t
@@ -64,7 +66,8 @@ eos_table_insert(struct eos_table_shard *s, struct eos_node *n)
 	if (eos_table_find(s, n->ino))
 		return -EEXIST;
 	/* a failed growth leaves longer chains, which still work */
-	if (s->count >= s->cap && rehash(s, s->cap ? s->cap * 2 : BUCKETS_MIN) < 0 && !s->cap)
+	if (s->count >= s->cap * LOAD_MAX && rehash(s, s->cap ? s->cap * 2 : BUCKETS_MIN) < 0 &&
+	    !s->cap)
 		return -ENOMEM;
 	k = bucket_of(n->ino, s->cap);
 	n->hnext = s->buckets[k];
@@ -87,7 +90,7 @@ eos_table_remove(struct eos_table_shard *s, struct eos_node *n)
 	*at = n->hnext;
 	n->hnext = NULL;
 	s->count--;
-	if (s->cap > BUCKETS_MIN && s->count < s->cap / 8)
+	if (s->cap > BUCKETS_MIN && s->count < s->cap / 4)
 		rehash(s, s->cap / 4); /* after a storm of deletes: give the buckets back */
 	return true;
 }

@@ -7,6 +7,7 @@
 
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "fs/view-internal.h"
@@ -20,6 +21,8 @@ struct eos_view_mount {
 	/* served by a host's threads (eos_view_mount_receive/process): no splice, whose per-thread
 	 * pipes libfuse frees only when a thread exits */
 	bool host_served;
+	/* files are opened without an OPEN (FUSE_NO_OPEN_SUPPORT, fs/ops.c serve_open) */
+	bool no_open;
 	/*
 	 * FUSE_HANDLE_KILLPRIV_V2, which libfuse 3.14 can neither ask for nor decode: the mount's
 	 * I/O (fuse-mount.c) sees the kernel offer it in INIT, adds it to the reply, and notes the
@@ -28,6 +31,7 @@ struct eos_view_mount {
 	uint64_t init_unique; /* the INIT request, until its reply is written */
 	bool killpriv_offered;
 	bool killpriv_v2; /* granted: the view clears set-ID bits on the kernel's word */
+	_Atomic uint64_t requests[EOS_VIEW_OPCODES]; /* received, per opcode */
 };
 
 /* The kill flags of the request the calling thread read last (with killpriv_v2). */

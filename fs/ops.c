@@ -66,6 +66,37 @@ handle_of(struct fuse_file_info *fi)
 	return (struct eos_handle *)(uintptr_t)fi->fh;
 }
 
+/*
+ * The handle of fi into *ret: its own, or for a file the kernel opened without an OPEN (fh 0,
+ * see serve_open) tmp, a transient handle for this request (end it with handle_end).
+ */
+static int
+handle_begin(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct eos_handle *tmp,
+	     struct eos_handle **ret)
+{
+	struct eos_node *n;
+	int r;
+
+	*ret = handle_of(fi);
+	if (*ret)
+		return 0;
+	n = node_of(req, ino);
+	r = n ? eos_fs_transient_begin(view_of(req), n, fuse_req_ctx(req)->pid, tmp) : -ESTALE;
+	*ret = r < 0 ? NULL : tmp;
+	return r;
+}
+
+/*
+ * After the reply (req is gone then, and a handle of fi's own may be released already: only a
+ * transient one, tmp, is looked at).
+ */
+static void
+handle_end(struct eos_view *v, const struct eos_handle *h, struct eos_handle *tmp)
+{
+	if (h == tmp)
+		eos_fs_transient_end(v, tmp);
+}
+
 /* Reply with the entry of n, which holds one new kernel reference. */
 static void
 reply_entry(fuse_req_t req, struct eos_node *n)
@@ -334,7 +365,15 @@ serve_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	NODE_OR_FAIL(n, req, ino);
 	struct eos_ctx ctx = ctx_of(req);
 	struct eos_handle *h;
-	int r = eos_fs_open(view_of(req), &ctx, n, fi->flags, &h);
+	int r;
+
+	if (mount_of(req)->no_open) {
+		/* the kernel takes this as a success and opens files without asking from now on:
+		 * each request on them gets a transient handle (handle_begin) */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	r = eos_fs_open(view_of(req), &ctx, n, fi->flags, &h);
 
 	if (r == 0 && fi->flags & O_TRUNC && mount_of(req)->killpriv_v2) {
 		r = eos_mount_request_kills() & EOS_KILL_OPEN ? killed(req, n) : 0;
@@ -363,9 +402,17 @@ serve_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct fuse_entry_param e = { .attr_timeout = TIMEOUT, .entry_timeout = TIMEOUT };
 	struct eos_handle *h;
 	struct eos_node *n;
-	int r = strlen(name) > EOS_NAME_MAX ? -ENAMETOOLONG
-					    : eos_fs_make(view_of(req), &ctx, p, name,
-							  S_IFREG | (mode & 07777), NULL, &n);
+	int r;
+
+	if (mount_of(req)->no_open) {
+		/* the kernel makes the file with a MKNOD then, and opens it without asking (no
+		 * RELEASE either), as every other file: from now on */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	r = strlen(name) > EOS_NAME_MAX
+		    ? -ENAMETOOLONG
+		    : eos_fs_make(view_of(req), &ctx, p, name, S_IFREG | (mode & 07777), NULL, &n);
 
 	if (r == -EEXIST && !(fi->flags & O_EXCL))
 		r = -EEXIST; /* the kernel looked it up first: a race with another creator */
@@ -382,14 +429,12 @@ serve_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 }
 
 static void
-serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+read_reply(fuse_req_t req, struct eos_handle *h, size_t size, off_t off)
 {
-	struct eos_handle *h = handle_of(fi);
 	int fd = eos_fs_read_fd(h);
 	cleanup_free char *buf = NULL;
 	ssize_t got;
 
-	(void)ino;
 	if (fd >= 0) {
 		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
 
@@ -408,21 +453,37 @@ serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_f
 }
 
 static void
+serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct eos_view *v = view_of(req);
+	struct eos_handle tmp, *h;
+	int r = handle_begin(req, ino, fi, &tmp, &h);
+
+	/* the data file stays open until the reply is sent */
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		read_reply(req, h, size, off);
+	handle_end(v, h, &tmp);
+}
+
+static void
 serve_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 	    struct fuse_file_info *fi)
 {
-	struct eos_handle *h = handle_of(fi);
-	ssize_t got = 0;
+	struct eos_view *v = view_of(req);
+	struct eos_handle tmp, *h;
+	ssize_t got = handle_begin(req, ino, fi, &tmp, &h);
 
-	(void)ino;
 	/* a caller without CAP_FSETID writes: clear the set-ID bits first (killpriv_v2) */
-	if (mount_of(req)->killpriv_v2 && eos_mount_request_kills() & EOS_KILL_WRITE)
+	if (got == 0 && mount_of(req)->killpriv_v2 && eos_mount_request_kills() & EOS_KILL_WRITE)
 		got = killed(req, h->node);
 	got = got ?: eos_fs_write(view_of(req), h, buf, size, (uint64_t)off);
 	if (got < 0)
 		fuse_reply_err(req, (int)-got);
 	else
 		fuse_reply_write(req, (size_t)got);
+	handle_end(v, h, &tmp);
 }
 
 static void
@@ -430,14 +491,17 @@ serve_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	(void)fi;
-	fuse_reply_err(req, 0);
+	/* nothing to do at a close (the journal holds every write): ENOSYS, and the kernel sends
+	 * no FLUSH again (it writes cached pages back before asking, with the writeback cache) */
+	fuse_reply_err(req, ENOSYS);
 }
 
 static void
 serve_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	eos_fs_release(view_of(req), handle_of(fi));
+	if (handle_of(fi))
+		eos_fs_release(view_of(req), handle_of(fi));
 	fuse_reply_err(req, 0);
 }
 
@@ -482,7 +546,8 @@ add_entry(fuse_req_t req, struct eos_node *dir, const struct eos_dirent_snap *e,
 		return fuse_add_direntry(req, buf, size, e->name, &st, next);
 	if (strcmp(e->name, ".") == 0 || strcmp(e->name, "..") == 0)
 		return fuse_add_direntry_plus(req, buf, size, e->name, &fe, next);
-	if (eos_fs_lookup(view_of(req), dir, e->name, &n) < 0)
+	if ((e->lower ? eos_fs_lookup_listed(view_of(req), dir, e->name, e->lower, &n)
+		      : eos_fs_lookup(view_of(req), dir, e->name, &n)) < 0)
 		return SIZE_MAX; /* gone since opendir: skip it */
 	fe.ino = n->ino;
 	fe.attr_timeout = fe.entry_timeout = TIMEOUT;
@@ -629,9 +694,13 @@ static void
 serve_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 		struct fuse_file_info *fi)
 {
-	(void)ino;
-	fuse_reply_err(req, -eos_fs_fallocate(view_of(req), handle_of(fi), mode, (uint64_t)off,
-					      (uint64_t)len));
+	struct eos_view *v = view_of(req);
+	struct eos_handle tmp, *h;
+	int r = handle_begin(req, ino, fi, &tmp, &h);
+
+	fuse_reply_err(
+		req, -(r ?: eos_fs_fallocate(view_of(req), h, mode, (uint64_t)off, (uint64_t)len)));
+	handle_end(v, h, &tmp);
 }
 
 static void
@@ -639,32 +708,39 @@ serve_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fu
 		      fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len,
 		      int flags)
 {
-	ssize_t got;
+	struct eos_view *v = view_of(req);
+	struct eos_handle tmp_in, tmp_out, *in = NULL, *out = NULL;
+	ssize_t got = flags ? -EINVAL : handle_begin(req, ino_in, fi_in, &tmp_in, &in);
 
-	(void)ino_in;
-	(void)ino_out;
-	if (flags) {
-		fuse_reply_err(req, EINVAL);
+	if (got < 0) {
+		fuse_reply_err(req, (int)-got);
 		return;
 	}
-	got = eos_fs_copy_range(view_of(req), handle_of(fi_in), (uint64_t)off_in, handle_of(fi_out),
-				(uint64_t)off_out, len);
+	got = handle_begin(req, ino_out, fi_out, &tmp_out, &out);
+	got = got
+		      ?: eos_fs_copy_range(view_of(req), in, (uint64_t)off_in, out,
+					   (uint64_t)off_out, len);
 	if (got < 0)
 		fuse_reply_err(req, (int)-got);
 	else
 		fuse_reply_write(req, (size_t)got);
+	handle_end(v, in, &tmp_in);
+	handle_end(v, out, &tmp_out);
 }
 
 static void
 serve_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
-	int64_t r = eos_fs_lseek(view_of(req), handle_of(fi), off, whence);
+	struct eos_view *v = view_of(req);
+	struct eos_handle tmp, *h;
+	int64_t r = handle_begin(req, ino, fi, &tmp, &h);
 
-	(void)ino;
+	r = r ?: eos_fs_lseek(view_of(req), h, off, whence);
 	if (r < 0)
 		fuse_reply_err(req, (int)-r);
 	else
 		fuse_reply_lseek(req, (off_t)r);
+	handle_end(v, h, &tmp);
 }
 
 static void
@@ -675,9 +751,16 @@ op_init(void *userdata, struct fuse_conn_info *conn)
 
 	v->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
 	v->writeback = v->writeback && conn->capable & FUSE_CAP_WRITEBACK_CACHE;
+	/* no OPEN and RELEASE for each open file: a read from the page cache asks nothing; writes
+	 * are attributed per WRITE (its pid), so not with the writeback cache, whose writes come
+	 * from the kernel */
+	m->no_open = !v->writeback && conn->capable & FUSE_CAP_NO_OPEN_SUPPORT;
 	conn->want |= conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
 	conn->want |= conn->capable & (FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_CACHE_SYMLINKS |
 				       FUSE_CAP_READDIRPLUS | FUSE_CAP_PARALLEL_DIROPS);
+	/* without an OPEN, open(O_TRUNC) must truncate through a SETATTR (the kernel's) */
+	if (m->no_open)
+		conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
 	if (m->host_served)
 		conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	else

@@ -25,10 +25,10 @@ eos_owners_init(struct eos_view *v, enum eos_view_owners mode, struct eos_owners
 				    .gid = (uint32_t)getegid() };
 	if (!ret->squash || !root)
 		return;
-	pthread_mutex_lock(&root->lock);
+	eos_node_lock(root);
 	ret->sandbox_uid = root->uid;
 	ret->sandbox_gid = root->gid;
-	pthread_mutex_unlock(&root->lock);
+	eos_node_unlock(root);
 }
 
 void

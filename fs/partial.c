@@ -30,8 +30,8 @@ eos_partial_begin(struct eos_view *v, struct eos_node *n, int fd)
 	(void)v;
 	if (ftruncate(fd, (off_t)n->size) < 0)
 		return eos_neg_errno();
-	eos_writelog_release(&n->present);
-	n->lower_limit = n->size;
+	eos_writelog_release(&n->x->present);
+	n->x->lower_limit = n->size;
 	n->flags |= EOS_NODE_PARTIAL | EOS_NODE_LOG_DIRTY;
 	return 0;
 }
@@ -39,22 +39,22 @@ eos_partial_begin(struct eos_view *v, struct eos_node *n, int fd)
 static int
 lower_file(struct eos_view *v, struct eos_node *n)
 {
-	if (n->lower_file)
+	if (n->x->lower_file)
 		return 0;
-	if (!n->lst)
+	if (!n->x->lst)
 		return -EIO;
-	return eos_lower_open(v, n, &n->lower_file);
+	return eos_lower_open(v, n, &n->x->lower_file);
 }
 
 /* Fill buf with the lower bytes of [off, off + len) (zeros beyond lower_limit). n locked. */
 static int
 read_gap(struct eos_view *v, struct eos_node *n, char *buf, uint64_t off, uint64_t len)
 {
-	uint64_t lower_end = EOS_MIN(off + len, EOS_MAX(off, n->lower_limit));
+	uint64_t lower_end = EOS_MIN(off + len, EOS_MAX(off, n->x->lower_limit));
 	int r = off < lower_end ? lower_file(v, n) : 0;
 
 	while (r == 0 && off < lower_end) {
-		ssize_t got = eos_file_pread(n->lower_file, buf, lower_end - off, off, NULL);
+		ssize_t got = eos_file_pread(n->x->lower_file, buf, lower_end - off, off, NULL);
 
 		if (got <= 0) {
 			r = got < 0 ? (int)got : 0;
@@ -73,7 +73,7 @@ read_gap(struct eos_view *v, struct eos_node *n, char *buf, uint64_t off, uint64
 static int
 read_present(struct eos_node *n, char *buf, uint64_t off, uint64_t len)
 {
-	ssize_t got = pread(n->data_fd, buf, len, (off_t)off);
+	ssize_t got = pread(n->x->data_fd, buf, len, (off_t)off);
 
 	if (got < 0)
 		return eos_neg_errno();
@@ -90,8 +90,8 @@ read_locked(struct eos_view *v, struct eos_node *n, char *buf, size_t size, uint
 	if (off >= n->size)
 		return 0;
 	end = off + EOS_MIN((uint64_t)size, n->size - off);
-	for (size_t i = 0; r == 0 && i < n->present.n && pos < end; i++) {
-		const struct eos_wrange *p = &n->present.v[i];
+	for (size_t i = 0; r == 0 && i < n->x->present.n && pos < end; i++) {
+		const struct eos_wrange *p = &n->x->present.v[i];
 
 		if (p->end <= pos)
 			continue;
@@ -118,22 +118,22 @@ eos_partial_read(struct eos_view *v, struct eos_node *n, void *buf, size_t size,
 {
 	ssize_t r;
 
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	if (n->flags & EOS_NODE_PARTIAL) {
 		r = read_locked(v, n, buf, size, off);
 	} else {
-		r = pread(n->data_fd, buf, size, (off_t)off);
+		r = pread(n->x->data_fd, buf, size, (off_t)off);
 		if (r < 0)
 			r = eos_neg_errno();
 	}
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return r;
 }
 
 int
 eos_partial_reserve(struct eos_node *n)
 {
-	return n->flags & EOS_NODE_PARTIAL ? eos_writelog_reserve(&n->present) : 0;
+	return n->flags & EOS_NODE_PARTIAL ? eos_writelog_reserve(&n->x->present) : 0;
 }
 
 void
@@ -142,7 +142,7 @@ eos_partial_wrote(struct eos_node *n, uint64_t start, uint64_t end)
 	if (!(n->flags & EOS_NODE_PARTIAL))
 		return;
 	/* cannot fail after eos_partial_reserve() under the same lock */
-	eos_writelog_add(&n->present, start, end, 0);
+	eos_writelog_add(&n->x->present, start, end, 0);
 	n->flags |= EOS_NODE_LOG_DIRTY;
 }
 
@@ -151,8 +151,8 @@ eos_partial_truncate(struct eos_node *n, uint64_t size)
 {
 	if (!(n->flags & EOS_NODE_PARTIAL))
 		return;
-	eos_writelog_truncate(&n->present, size);
-	n->lower_limit = EOS_MIN(n->lower_limit, size);
+	eos_writelog_truncate(&n->x->present, size);
+	n->x->lower_limit = EOS_MIN(n->x->lower_limit, size);
 	n->flags |= EOS_NODE_LOG_DIRTY;
 }
 
@@ -160,14 +160,14 @@ eos_partial_truncate(struct eos_node *n, uint64_t size)
 static int
 flatten_gap(struct eos_view *v, struct eos_node *n, char *buf, uint64_t off, uint64_t end)
 {
-	end = EOS_MIN(end, n->lower_limit);
+	end = EOS_MIN(end, n->x->lower_limit);
 	while (off < end) {
 		uint64_t len = EOS_MIN(end - off, (uint64_t)FLATTEN_BLOCK);
 		int r = read_gap(v, n, buf, off, len);
 
 		if (r < 0)
 			return r;
-		if (pwrite(n->data_fd, buf, len, (off_t)off) != (ssize_t)len)
+		if (pwrite(n->x->data_fd, buf, len, (off_t)off) != (ssize_t)len)
 			return -EIO;
 		off += len;
 	}
@@ -185,18 +185,18 @@ eos_partial_flatten(struct eos_view *v, struct eos_node *n)
 		return 0;
 	buf = malloc(FLATTEN_BLOCK);
 	r = buf ? eos_data_open(v, n) : -ENOMEM;
-	for (size_t i = 0; r == 0 && i <= n->present.n; i++) {
-		uint64_t start = i < n->present.n ? n->present.v[i].start : UINT64_MAX;
+	for (size_t i = 0; r == 0 && i <= n->x->present.n; i++) {
+		uint64_t start = i < n->x->present.n ? n->x->present.v[i].start : UINT64_MAX;
 
 		r = flatten_gap(v, n, buf, pos, start);
-		if (i < n->present.n)
-			pos = n->present.v[i].end;
+		if (i < n->x->present.n)
+			pos = n->x->present.v[i].end;
 	}
 	if (r < 0)
 		return r;
-	eos_writelog_release(&n->present);
-	eos_file_close(n->lower_file);
-	n->lower_file = NULL;
+	eos_writelog_release(&n->x->present);
+	eos_file_close(n->x->lower_file);
+	n->x->lower_file = NULL;
 	n->flags &= ~(unsigned)EOS_NODE_PARTIAL;
 	n->flags |= EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY;
 	return 0;

@@ -101,9 +101,9 @@ walk_init(struct walk *w, struct eos_view *v, const char *path)
 	    eos_buf_array_reserve(&w->chain, &w->cap, 1, sizeof(*w->chain), 8) < 0)
 		return -ENOMEM;
 	w->chain[w->n++] = root;
-	pthread_mutex_lock(&root->lock);
+	eos_node_lock(root);
 	w->ctx = (struct eos_ctx){ .uid = root->uid, .gid = root->gid };
-	pthread_mutex_unlock(&root->lock);
+	eos_node_unlock(root);
 	return 0;
 }
 
@@ -420,9 +420,9 @@ list_node(struct eos_view *v, struct eos_node *p, struct eos_view_path_list *l)
 
 	if (!eos_node_is_dir(p))
 		return -ENOTDIR;
-	pthread_mutex_lock(&p->lock);
+	eos_node_lock(p);
 	r = eos_dir_snapshot(v, p, &s);
-	pthread_mutex_unlock(&p->lock);
+	eos_node_unlock(p);
 	for (size_t i = 0; r == 0 && i < s.n; i++)
 		if (strcmp(s.v[i].name, ".") && strcmp(s.v[i].name, ".."))
 			r = list_add(v, p, s.v[i].name, l, &cap);
@@ -487,12 +487,12 @@ fill_node(struct eos_view *v, struct eos_node *n, const void *data, size_t len, 
 
 	if (r < 0)
 		return r;
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	h->op = op; /* the owner is given, not resolved from a process */
 	h->op_resolved = true;
 	if (h->writer)
-		n->writer_op = op;
-	pthread_mutex_unlock(&n->lock);
+		n->x->writer_op = op;
+	eos_node_unlock(n);
 	while (r == 0 && off < len) {
 		size_t chunk = EOS_MIN(len - off, (size_t)WRITE_BLOCK);
 		ssize_t got = eos_fs_write(v, h, (const char *)data + off, chunk, off);
@@ -546,7 +546,7 @@ temps_of(struct eos_node *d, char ***ret, size_t *ret_n, size_t *cap)
 {
 	struct eos_hashmap_iter it = { 0 };
 
-	while (eos_hashmap_next(&d->dirents, &it)) {
+	while (eos_hashmap_next(&d->x->dirents, &it)) {
 		char *name;
 
 		if (it.value->u64 == EOS_DIRENT_ABSENT || it.value->u64 == EOS_DIRENT_WHITEOUT ||
@@ -570,11 +570,11 @@ discard_temps_in(struct eos_view *v, uint64_t ino)
 
 	if (!d)
 		return;
-	pthread_mutex_lock(&d->lock);
+	eos_node_lock(d);
 	if (eos_node_is_dir(d) && d->flags & EOS_NODE_UPPER && temps_of(d, &names, &n, &cap) < 0)
 		eos_log_warn("session '%s': no memory to look for write temporaries, ignoring",
 			     v->session);
-	pthread_mutex_unlock(&d->lock);
+	eos_node_unlock(d);
 	for (size_t i = 0; i < n; i++) {
 		if (eos_fs_unlink(v, d, names[i], false) < 0)
 			eos_log_warn("session '%s': cannot remove the temporary '%s', ignoring",
@@ -626,11 +626,11 @@ replace_mode(struct replace *rp)
 
 	if (!rp->old)
 		return mode;
-	pthread_mutex_lock(&rp->old->lock);
+	eos_node_lock(rp->old);
 	mode = rp->old->mode & 0777;
 	rp->ctx.uid = rp->old->uid;
 	rp->ctx.gid = rp->old->gid;
-	pthread_mutex_unlock(&rp->old->lock);
+	eos_node_unlock(rp->old);
 	return mode;
 }
 

@@ -255,10 +255,10 @@ data_file_kind(struct eos_view *v, const char *name)
 
 	if (!n)
 		return DATA_NONE;
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	if (n->flags & EOS_NODE_UPPER && n->flags & EOS_NODE_DATA && n->nlink > 0)
 		kind = n->flags & EOS_NODE_PARTIAL ? DATA_SPARSE : DATA_PLAIN;
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	eos_node_forget(v, ino, 1);
 	return kind;
 }

@@ -24,22 +24,22 @@ static void
 lock_two(struct eos_node *a, struct eos_node *b)
 {
 	if (!b || a == b) {
-		pthread_mutex_lock(&a->lock);
+		eos_node_lock(a);
 	} else if (a->ino < b->ino) {
-		pthread_mutex_lock(&a->lock);
-		pthread_mutex_lock(&b->lock);
+		eos_node_lock(a);
+		eos_node_lock(b);
 	} else {
-		pthread_mutex_lock(&b->lock);
-		pthread_mutex_lock(&a->lock);
+		eos_node_lock(b);
+		eos_node_lock(a);
 	}
 }
 
 static void
 unlock_two(struct eos_node *a, struct eos_node *b)
 {
-	pthread_mutex_unlock(&a->lock);
+	eos_node_unlock(a);
 	if (b && b != a)
-		pthread_mutex_unlock(&b->lock);
+		eos_node_unlock(b);
 }
 
 /* n (locked) now lives at p/name. */
@@ -53,8 +53,7 @@ move_node(struct rename *rn, struct eos_node *n, struct eos_node *p, const char 
 		free(copy);
 		return r;
 	}
-	free(n->name);
-	n->name = copy;
+	eos_node_set_name(n, copy);
 	n->parent = p->ino;
 	r = eos_copyup_record(rn->v, n);
 	if (r < 0)
@@ -69,9 +68,9 @@ adjust_subdirs(struct eos_node *moved, struct eos_node *from, struct eos_node *t
 {
 	if (!eos_node_is_dir(moved) || from == to)
 		return;
-	if (from->subdirs > 0)
-		from->subdirs--;
-	to->subdirs++;
+	if (from->x->subdirs > 0)
+		from->x->subdirs--;
+	to->x->subdirs++;
 }
 
 static int
@@ -111,11 +110,12 @@ replace_target(struct rename *rn)
 			return r < 0 ? r : -ENOTEMPTY;
 	}
 	r = eos_txn_save(&rn->t, d);
+	r = r ?: eos_node_extend_bare(d); /* its times change */
 	if (r < 0)
 		return r;
 	if (dir) {
-		if (rn->p2->subdirs > 0)
-			rn->p2->subdirs--;
+		if (rn->p2->x->subdirs > 0)
+			rn->p2->x->subdirs--;
 		d->nlink = 0;
 	} else if (d->nlink > 0) {
 		d->nlink--;

@@ -8,7 +8,7 @@
  * mirror of that path (a lower node, its identity remapped to its inode number when that is not
  * the derived one, so that a lookup finds it again), and every other node is detached (unlinked:
  * open files keep their data file, nothing of them is ever written again). Handles find their
- * node's new content through node->gen (file.c). What the kernel may have cached differently is
+ * node's new content through node->x->gen (file.c). What the kernel may have cached differently is
  * listed for invalidation.
  */
 #include <dirent.h>
@@ -62,10 +62,14 @@ inval_entry(struct eos_inval *iv, uint64_t parent, const char *name, size_t len)
 	return 0;
 }
 
-/* One node of the table and where the view shows it (NULL: nowhere, it is detached). */
+/* One node of the table and where the view shows it (NULL: nowhere, it is detached), with the
+ * version and kind of its origin's entry before the publish (entry: known). */
 struct reset_node {
 	struct eos_node *n;
 	char *path;
+	uint64_t version;
+	uint8_t kind;
+	bool entry;
 };
 
 struct reset {
@@ -83,7 +87,7 @@ shown_in(struct eos_node *p, const struct eos_node *n)
 
 	if (!eos_node_is_dir(p) || (p->nlink == 0 && p->ino != EOS_ROOT_INO))
 		return false;
-	slot = eos_hashmap_find(&p->dirents, n->name, strlen(n->name));
+	slot = eos_hashmap_find(&p->x->dirents, n->name, strlen(n->name));
 	if (slot && slot->u64 != EOS_DIRENT_ABSENT)
 		return slot->u64 == n->ino;
 	return !(n->flags & EOS_NODE_UPPER) && !(p->flags & EOS_NODE_OPAQUE);
@@ -111,7 +115,26 @@ path_of(struct eos_view *v, struct eos_node *n)
 	return TAKE_PTR(path);
 }
 
-/* Every node of the table with its path (computed before any node changes). */
+/* rn's origin entry at the old version: kept by an extended node, read for another. */
+static void
+old_entry(struct eos_view *v, struct reset_node *rn)
+{
+	const struct eos_lower *l = rn->n->x->lst;
+	const char *lower = eos_node_lower(rn->n);
+	struct eos_stat st;
+
+	if (l) {
+		rn->version = l->version;
+		rn->kind = l->kind;
+		rn->entry = true;
+	} else if (lower && eos_tree_stat(v->tree, lower, &st, NULL) == 0) {
+		rn->version = st.version;
+		rn->kind = (uint8_t)st.kind;
+		rn->entry = true;
+	}
+}
+
+/* Every node of the table with its path and old entry (before any node changes). */
 static int
 collect(struct reset *rs)
 {
@@ -126,8 +149,10 @@ collect(struct reset *rs)
 			rs->nodes[rs->n++] = (struct reset_node){ .n = n };
 		}
 	}
-	for (size_t i = 0; i < rs->n; i++)
+	for (size_t i = 0; i < rs->n; i++) {
 		rs->nodes[i].path = path_of(rs->v, rs->nodes[i].n);
+		old_entry(rs->v, &rs->nodes[i]);
+	}
 	return 0;
 }
 
@@ -138,32 +163,30 @@ inval_dirents(struct reset *rs, struct eos_node *p)
 	struct eos_hashmap_iter it = { 0 };
 	int r = 0;
 
-	while (r == 0 && eos_hashmap_next(&p->dirents, &it))
+	while (r == 0 && eos_hashmap_next(&p->x->dirents, &it))
 		r = inval_entry(rs->iv, p->ino, it.key, it.klen);
 	return r;
 }
 
 /* Forget everything n held of the session (its records went with the store's reset). */
 static void
-drop_session_state(struct eos_node *n)
+drop_session_state(struct eos_view *v, struct eos_node *n)
 {
-	eos_hashmap_release(&n->dirents);
-	n->dirents_absent = 0;
-	eos_dirlist_free(n->list);
-	n->list = NULL;
+	eos_hashmap_release(&n->x->dirents);
+	n->x->dirents_absent = 0;
+	eos_dirlist_free(n->x->list);
+	n->x->list = NULL;
 	eos_xattrs_free(n);
-	eos_writelog_release(&n->log);
-	eos_writelog_release(&n->present);
-	n->lower_limit = 0;
-	eos_file_close(n->lower_file);
-	n->lower_file = NULL;
-	free(n->target);
-	n->target = NULL;
-	if (n->data_fd >= 0)
-		close(n->data_fd);
-	n->data_fd = -1;
-	n->jseq = 0;
-	n->jcopyup = EOS_JCOPYUP_NONE;
+	eos_writelog_release(&n->x->log);
+	eos_writelog_release(&n->x->present);
+	n->x->lower_limit = 0;
+	eos_file_close(n->x->lower_file);
+	n->x->lower_file = NULL;
+	free(n->x->target);
+	n->x->target = NULL;
+	eos_data_close(v, n);
+	n->x->jseq = 0;
+	n->x->jcopyup = EOS_JCOPYUP_NONE;
 }
 
 struct list_ctx {
@@ -191,20 +214,48 @@ inval_children(struct reset *rs, struct eos_node *n, const char *path)
 }
 
 static bool
-entry_changed(const struct eos_node *n, const char *path, const struct eos_stat *st)
+entry_changed(const struct reset_node *rn, const struct eos_stat *st)
 {
-	return n->flags & EOS_NODE_UPPER || !n->lst || !n->lower || strcmp(n->lower, path) != 0 ||
-	       n->lst->version != st->version || n->lst->kind != st->kind;
+	const char *lower = eos_node_lower(rn->n);
+
+	return rn->n->flags & EOS_NODE_UPPER || !rn->entry || !lower ||
+	       strcmp(lower, rn->path) != 0 || rn->version != st->version || rn->kind != st->kind;
 }
 
-/* n becomes the mirror of path, whose entry at the new version is st. */
-static int
-mirror(struct reset *rs, struct eos_node *n, const char *path, const struct eos_stat *st)
+/* Whether n can stay (or become) a node of no extension as the mirror of path and st. */
+static bool
+stays_bare(const struct eos_node *n, const char *path, const struct eos_stat *st)
 {
-	bool changed = entry_changed(n, path, st);
-	char *lower = strdup(path);
-	struct eos_lower *lst = eos_lower_new(st);
-	int r = lower && lst ? 0 : -ENOMEM;
+	return !eos_node_extended(n) && strcmp(n->path, path) == 0 && st->kind != EOS_KIND_DIR &&
+	       !st->link_group && !st->rdev;
+}
+
+/* n's origin is path, whose entry is st (its extension and lst when it needs them). */
+static int
+mirror_origin(struct eos_node *n, const char *path, const struct eos_stat *st)
+{
+	struct eos_lower *lst;
+
+	if (stays_bare(n, path, st))
+		return 0; /* the entry loads from the new version when needed */
+	lst = eos_lower_new(st);
+	if (!lst || eos_node_extend_bare(n) < 0 || eos_node_set_lower(n, path) < 0) {
+		free(lst);
+		return -ENOMEM;
+	}
+	free(n->x->lst);
+	n->x->lst = lst;
+	return 0;
+}
+
+/* n becomes the mirror of rn's path, whose entry at the new version is st. */
+static int
+mirror(struct reset *rs, struct reset_node *rn, const struct eos_stat *st)
+{
+	struct eos_node *n = rn->n;
+	const char *path = rn->path;
+	bool changed = entry_changed(rn, st);
+	int r = 0;
 
 	if (r == 0 && changed && n->flags & EOS_NODE_UPPER && eos_node_is_dir(n))
 		r = inval_dirents(rs, n);
@@ -212,24 +263,20 @@ mirror(struct reset *rs, struct eos_node *n, const char *path, const struct eos_
 		r = inval_children(rs, n, path);
 	if (r == 0 && changed)
 		r = inval_ino(rs->iv, n->ino);
-	if (r < 0) {
-		free(lower);
-		free(lst);
+	r = r ?: mirror_origin(n, path, st);
+	if (r < 0)
 		return r;
-	}
-	drop_session_state(n);
-	free(n->lst);
-	n->lst = lst;
-	free(n->lower);
-	n->lower = lower;
+	if (eos_node_extended(n))
+		drop_session_state(rs->v, n);
 	uint32_t nlink = n->nlink;
 
-	n->flags = 0;
+	n->flags &= EOS_NODE_NAME_OWN;
 	eos_node_fill_lower(n, st);
 	/* an unchanged member keeps its count: counting walks the whole tree (links.c) */
 	if (st->kind == EOS_KIND_FILE && st->link_group)
 		n->nlink = changed ? eos_links_count(rs->v, st->link_group) : nlink;
-	n->gen++;
+	if (eos_node_extended(n))
+		n->x->gen++;
 	return eos_node_identity_set(rs->v, n);
 }
 
@@ -246,7 +293,8 @@ detach(struct reset *rs, struct eos_node *n)
 	n->flags &= ~(unsigned)(EOS_NODE_QUEUED | EOS_NODE_REMAPPED); /* the remaps were reset */
 	if (n->flags & EOS_NODE_UPPER)
 		n->flags |= EOS_NODE_GONE; /* its records are gone with the reset */
-	n->gen++;
+	if (eos_node_extended(n))
+		n->x->gen++;
 	return r;
 }
 
@@ -262,7 +310,7 @@ reset_one(struct reset *rs, struct reset_node *rn)
 	if (r == -ENOENT || r == -ENOTDIR ||
 	    (r == 0 && eos_node_kind_type(st.kind) != (rn->n->mode & S_IFMT)))
 		return detach(rs, rn->n); /* a socket (not published), or replaced */
-	return r < 0 ? r : mirror(rs, rn->n, rn->path, &st);
+	return r < 0 ? r : mirror(rs, rn, &st);
 }
 
 static void

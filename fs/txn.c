@@ -51,11 +51,11 @@ eos_txn_save(struct eos_txn *t, struct eos_node *n)
 				    .gid = n->gid,
 				    .size = n->size,
 				    .parent = n->parent,
-				    .subdirs = n->subdirs,
-				    .atime = n->atime,
+				    .subdirs = n->x->subdirs,
+				    .atime = eos_node_atime(n),
 				    .mtime = n->mtime,
-				    .ctime = n->ctime,
-				    .jcopyup = n->jcopyup,
+				    .ctime = eos_node_ctime(n),
+				    .jcopyup = n->x->jcopyup,
 				    .name = n->name ? strdup(n->name) : NULL };
 	if (n->name && !s->name)
 		return -ENOMEM;
@@ -85,10 +85,10 @@ eos_txn_save_logs(struct eos_txn *t, struct eos_node *n)
 
 	if (!s || s->logs)
 		return s ? 0 : -EINVAL;
-	r = log_copy(&n->log, &s->log);
-	if (r == 0 && (r = log_copy(&n->present, &s->present)) < 0)
+	r = log_copy(&n->x->log, &s->log);
+	if (r == 0 && (r = log_copy(&n->x->present, &s->present)) < 0)
 		eos_writelog_release(&s->log);
-	s->lower_limit = n->lower_limit;
+	s->lower_limit = n->x->lower_limit;
 	s->logs = r == 0;
 	return r;
 }
@@ -100,11 +100,11 @@ restore_logs(struct eos_txn_node *s)
 
 	if (!s->logs)
 		return;
-	eos_writelog_release(&n->log);
-	eos_writelog_release(&n->present);
-	n->log = s->log;
-	n->present = s->present;
-	n->lower_limit = s->lower_limit;
+	eos_writelog_release(&n->x->log);
+	eos_writelog_release(&n->x->present);
+	n->x->log = s->log;
+	n->x->present = s->present;
+	n->x->lower_limit = s->lower_limit;
 	s->log = s->present = (struct eos_writelog){ 0 };
 	s->logs = false;
 }
@@ -115,22 +115,24 @@ restore(struct eos_txn_node *s)
 	struct eos_node *n = s->n;
 
 	/* loaded xattrs stay loaded: loading them is not a change */
-	n->flags = (s->flags & ~(unsigned)EOS_NODE_XATTRS) | (n->flags & EOS_NODE_XATTRS);
+	const unsigned kept = EOS_NODE_XATTRS | EOS_NODE_NAME_OWN;
+
+	n->flags = (s->flags & ~kept) | (n->flags & kept);
 	n->nlink = s->nlink;
 	n->mode = s->mode;
 	n->uid = s->uid;
 	n->gid = s->gid;
 	n->size = s->size;
 	n->parent = s->parent;
-	n->subdirs = s->subdirs;
-	n->atime = s->atime;
 	n->mtime = s->mtime;
-	n->ctime = s->ctime;
-	n->jcopyup = s->jcopyup;
-	if (s->name && (!n->name || strcmp(n->name, s->name) != 0)) {
-		free(n->name);
-		n->name = TAKE_PTR(s->name);
+	if (eos_node_extended(n)) { /* else nothing of it changed */
+		n->x->subdirs = s->subdirs;
+		n->x->atime = s->atime;
+		n->x->ctime = s->ctime;
+		n->x->jcopyup = s->jcopyup;
 	}
+	if (s->name && (!n->name || strcmp(n->name, s->name) != 0))
+		eos_node_set_name(n, TAKE_PTR(s->name));
 	restore_logs(s);
 }
 

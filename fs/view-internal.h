@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "common/hashmap.h"
+#include "common/mutex.h"
 
 #include "fs/journal.h"
 #include "fs/view.h"
@@ -38,12 +39,14 @@ enum {
 	EOS_PARTIAL_MIN = 1 << 20,	  /* lower files from this size are copied up partially */
 	EOS_DIRLIST_FIRST = 3,		  /* first entry cookie: "." is 1, ".." is 2 */
 	EOS_TIDY_AFTER = 4096,		  /* freed nodes before their memory is given back */
+	EOS_KEPT_FDS = 256,		  /* data files kept open without a handle, per view */
 };
 
 /* Inode numbers with this bit derive from a lower identity; the others come from a counter. */
 #define EOS_INO_DERIVED (UINT64_C(1) << 63)
 
 struct eos_dirlist;
+struct eos_listed;
 
 enum eos_node_flags {
 	EOS_NODE_UPPER = 1 << 0,	/* has a node record in the delta */
@@ -59,7 +62,10 @@ enum eos_node_flags {
 	EOS_NODE_PARTIAL = 1 << 10,	/* data file holds only the `present` ranges (partial.c) */
 	EOS_NODE_QUEUED = 1 << 11,	/* waiting for the background flusher (flusher.c) */
 	EOS_NODE_REMAPPED = 1 << 12,	/* its identity is in the remap table (inode.c) */
-	EOS_NODE_LISTED = 1 << 13, /* directory: its listing was read and dropped (dirlist.c) */
+	EOS_NODE_LISTED = 1 << 13,    /* directory: its listing was read and dropped (dirlist.c) */
+	EOS_NODE_NAME_OWN = 1 << 14,  /* name is its own allocation (else it points into path) */
+	EOS_NODE_NO_XATTRS = 1 << 15, /* its lower entry has no xattrs (until EOS_NODE_XATTRS) */
+	EOS_NODE_FD_KEPT = 1 << 16,   /* data_fd kept open with no handle (eos_view.kept_fds) */
 	EOS_NODE_PERSISTED = EOS_NODE_UPPER | EOS_NODE_DATA | EOS_NODE_OPAQUE |
 			     EOS_NODE_META_CHANGED | EOS_NODE_CREATED | EOS_NODE_PARTIAL,
 };
@@ -87,26 +93,24 @@ struct eos_xattr {
 	size_t len;
 };
 
-struct eos_node {
-	uint64_t ino;
-	struct eos_node *hnext; /* next in its table bucket (table shard lock) */
-	pthread_mutex_t lock;
-	uint64_t nlookup; /* kernel references (table shard lock) */
-	unsigned opens;	  /* open file handles */
-	unsigned flags;	  /* enum eos_node_flags */
-	uint32_t mode;	  /* S_IFMT | permissions */
-	uint32_t uid, gid;
-	uint32_t nlink;
-	uint64_t size;
-	uint64_t rdev; /* character and block devices: makedev(major, minor) */
-	struct timespec atime, mtime, ctime;
-	uint64_t parent; /* primary link, for copying ancestors up */
-	char *name;
-	char *lower;		    /* origin path at the view version; NULL: none */
-	struct eos_lower *lst;	    /* origin's store entry (dirs: lookups; files: content) */
-	uint64_t link_group;	    /* origin's hard-link group */
-	char *target;		    /* symlink target (loaded on first readlink for lower nodes) */
-	int data_fd;		    /* open data file, or -1 */
+/*
+ * What a node keeps only once it needs it (eos_node_extend): every upper node, directory, open
+ * file, symlink read, device and hard-linked file has one. A node that only mirrors a lower file
+ * the kernel looked up has none: its x is &eos_node_ext_none, a read-only, zero-valued extension
+ * (data_fd -1), so that reading any field works and writing one is a fault.
+ */
+struct eos_node_ext {
+	struct eos_lower *lst; /* origin's store entry (dirs: lookups; files: content) */
+	char *lower;	       /* origin path when it is not the node's `path` (NULL: none) */
+	int64_t atime, ctime;  /* ns; a node without an extension has both equal to mtime */
+	uint64_t rdev;	       /* character and block devices: makedev(major, minor) */
+	uint64_t link_group;   /* origin's hard-link group */
+	char *target;	       /* symlink target (loaded on first readlink for lower nodes) */
+	int data_fd;	       /* open data file, or -1 */
+	unsigned opens;	       /* open file handles */
+	/* bumped when a live publish turns the node into a mirror of the new head (reset.c):
+	 * handles opened before reopen their lower content */
+	uint32_t gen;
 	struct eos_hashmap dirents; /* upper directories: name → ino / EOS_DIRENT_* (u64) */
 	size_t dirents_absent;	    /* EOS_DIRENT_ABSENT slots in dirents (names gone again) */
 	uint64_t subdirs;	    /* directories: number of subdirectories */
@@ -125,9 +129,31 @@ struct eos_node {
 	/* the write journal (journal.h) */
 	uint64_t jseq;	 /* newest journal record applied (stored with the record) */
 	uint8_t jcopyup; /* enum eos_jcopyup: a copy-up not yet journaled or checkpointed */
-	/* bumped when a live publish turns the node into a mirror of the new head (reset.c):
-	 * handles opened before reopen their lower content */
-	uint32_t gen;
+};
+
+extern const struct eos_node_ext eos_node_ext_none;
+
+/*
+ * One inode of the view: this much for every looked-up lower file (doc/fs.md, "Memory"), the
+ * rest in its extension.
+ */
+struct eos_node {
+	uint64_t ino;
+	struct eos_node *hnext; /* next in its table bucket (table shard lock) */
+	/* never NULL: &eos_node_ext_none until extended, then that extension until freed */
+	struct eos_node_ext *_Atomic x;
+	char *name;	 /* in `path`, or its own (EOS_NODE_NAME_OWN); NULL: none */
+	uint64_t parent; /* primary link, for copying ancestors up */
+	uint64_t size;
+	int64_t mtime; /* ns */
+	uint32_t mode; /* S_IFMT | permissions */
+	uint32_t uid, gid;
+	uint32_t nlink;
+	uint32_t nlookup; /* kernel references (table shard lock; sticks at UINT32_MAX) */
+	uint32_t flags;	  /* enum eos_node_flags */
+	struct eos_mutex lock;
+	/* the origin path of a node built by a lookup ("" for others, and once x->lower is set) */
+	char path[];
 };
 
 struct eos_table_shard {
@@ -203,6 +229,7 @@ struct eos_view {
 	struct eos_opcache_slot opcache[EOS_OPCACHE_SLOTS];
 	struct eos_hashmap links; /* be64 link group → members at the version (links.c) */
 	_Atomic uint64_t freed;	  /* nodes freed since the last eos_view_tidy() gave memory back */
+	_Atomic size_t kept_fds;  /* data files kept open between handle-less requests */
 	struct eos_gate gate;	  /* live publish and fork (gate.c) */
 	/* a live publish committed but the view could not follow: changes are refused (EIO) and
 	 * nothing is written again, the store's session is the truth (reopen the view) */
@@ -226,6 +253,9 @@ struct eos_handle {
 	pid_t pid;	    /* the opener, resolved to an operation at the first write */
 	int flags;	    /* open flags */
 	uint32_t lower_gen; /* node->gen that `lower` was opened for */
+	/* one request's on a file the kernel opened without asking (eos_fs_transient_begin):
+	 * not in v->handles; reads the node's lower content under its lock */
+	bool transient;
 	struct eos_handle *prev, *next; /* in v->handles */
 };
 
@@ -244,9 +274,55 @@ struct eos_node_iter {
 struct eos_node *eos_table_next(const struct eos_table_shard *s, struct eos_node_iter *it);
 void eos_table_release(struct eos_table_shard *s);
 
-/* inode.c: the node table */
+/* node.c and inode.c: nodes and the node table */
+/* A node with an extension (created, loaded from the delta, the root), or NULL without memory. */
 struct eos_node *eos_node_new(uint64_t ino);
+/* A node of no extension with origin path, whose last name_len bytes are its name. */
+struct eos_node *eos_node_new_lower(uint64_t ino, const char *path, size_t name_len);
 void eos_node_free(struct eos_node *n);
+static inline bool
+eos_node_extended(const struct eos_node *n)
+{
+	return n->x != &eos_node_ext_none;
+}
+/* Give n (locked, or not yet shared) its extension, with its origin's store entry (x->lst)
+ * when it has an origin: 0, -ENOMEM, or the store's error. Call it before reading x->lst. */
+int eos_node_extend(struct eos_view *v, struct eos_node *n);
+/* The extension alone (nothing read from the store): 0 or -ENOMEM. */
+int eos_node_extend_bare(struct eos_node *n);
+/* n's origin path at the view version (x->lower, else path), or NULL when it has none. */
+const char *eos_node_lower(const struct eos_node *n);
+/* Set n's origin path to a copy of path (NULL: none), extending n unless it is its path
+ * already: 0 or -ENOMEM. */
+int eos_node_set_lower(struct eos_node *n, const char *path);
+/* Name n name (taken over; NULL: none). */
+void eos_node_set_name(struct eos_node *n, char *name);
+static inline int64_t
+eos_node_atime(const struct eos_node *n)
+{
+	return eos_node_extended(n) ? n->x->atime : n->mtime;
+}
+static inline int64_t
+eos_node_ctime(const struct eos_node *n)
+{
+	return eos_node_extended(n) ? n->x->ctime : n->mtime;
+}
+/* Add count kernel references (table shard lock held). */
+static inline void
+eos_node_nlookup_add(struct eos_node *n, uint64_t count)
+{
+	n->nlookup = count >= UINT32_MAX - n->nlookup ? UINT32_MAX : n->nlookup + (uint32_t)count;
+}
+static inline void
+eos_node_lock(struct eos_node *n)
+{
+	eos_mutex_lock(&n->lock);
+}
+static inline void
+eos_node_unlock(struct eos_node *n)
+{
+	eos_mutex_unlock(&n->lock);
+}
 /* The node of ino, which the kernel references (NULL when unknown: a protocol error). */
 struct eos_node *eos_node_get(struct eos_view *v, uint64_t ino);
 /* Insert n (ino must be free). */
@@ -276,6 +352,9 @@ void eos_node_identities_reset(struct eos_view *v);
 uint64_t eos_node_alloc_ino(struct eos_view *v);
 /* Fill st from n (caller holds n->lock). */
 void eos_node_stat(const struct eos_node *n, struct stat *st);
+/* Whether the node of lower entry st needs its extension from its creation on: directories,
+ * hard-linked files, devices. */
+bool eos_node_lower_extended(const struct eos_stat *st);
 /* Node for a lower store entry (new or existing for its identity), with one kernel reference
  * added when ref. */
 int eos_node_from_lower(struct eos_view *v, const struct eos_node *parent, const char *name,
@@ -290,11 +369,14 @@ void eos_lower_content(const struct eos_lower *l, struct eos_content *ret);
 int eos_lower_open(struct eos_view *v, const struct eos_node *n, struct eos_file **ret);
 /* The S_IFMT bits of a store kind, as the view shows it. */
 uint32_t eos_node_kind_type(enum eos_kind k);
-/* Set type, attributes, size and times of n from a store stat. */
+/* Set type, attributes, size and times of n from a store stat (and its link group and device
+ * number when extended: an unextended node has neither). */
 void eos_node_fill_lower(struct eos_node *n, const struct eos_stat *lst);
+/* n (extended) changed now: ctime, and mtime with mtime. */
 void eos_node_touch(struct eos_node *n, bool mtime);
 struct timespec eos_ns_to_ts(int64_t ns);
 int64_t eos_ts_to_ns(struct timespec ts);
+int64_t eos_node_now_ns(void);
 static inline bool
 eos_node_is_dir(const struct eos_node *n)
 {
@@ -306,6 +388,9 @@ eos_node_is_dir(const struct eos_node *n)
  * kernel reference is added atomically. -ENOENT when absent. */
 int eos_dir_child(struct eos_view *v, struct eos_node *p, const char *name, bool ref,
 		  struct eos_node **ret);
+/* eos_dir_child for a name p's listing gave with its lower attributes l: no store read. */
+int eos_dir_child_listed(struct eos_view *v, struct eos_node *p, const char *name,
+			 const struct eos_listed *l, bool ref, struct eos_node **ret);
 /* Whether the lower directory of p has name (p locked). */
 bool eos_dir_lower_has(struct eos_view *v, struct eos_node *p, const char *name);
 /* Set the upper dirent name of p (locked) to value (ino, or EOS_DIRENT_*) in memory, once its
@@ -318,11 +403,19 @@ void eos_dir_tidy(struct eos_node *p);
 /* Make sure p->subdirs is known (p locked). */
 int eos_dir_count_subdirs(struct eos_view *v, struct eos_node *p);
 
+/* What a listing keeps of a lower entry, for readdirplus to build its node without a lookup. */
+struct eos_listed {
+	uint64_t size;
+	int64_t mtime_ns;
+	uint32_t mode, uid, gid, nxattrs;
+	uint8_t kind; /* enum eos_kind */
+};
 struct eos_dirent_snap {
 	char *name;
 	uint64_t ino;
-	uint32_t type;	 /* S_IFMT bits */
-	uint64_t cookie; /* readdir offset of the entry after this one (dirlist.c) */
+	uint32_t type;		  /* S_IFMT bits */
+	uint64_t cookie;	  /* readdir offset of the entry after this one (dirlist.c) */
+	struct eos_listed *lower; /* a lower entry's attributes (owned; NULL: look it up) */
 };
 struct eos_dir_snapshot {
 	struct eos_dirent_snap *v;
@@ -331,7 +424,9 @@ struct eos_dir_snapshot {
 /* The merged listing of p (locked). */
 int eos_dir_snapshot(struct eos_view *v, struct eos_node *p, struct eos_dir_snapshot *ret);
 void eos_dir_snapshot_release(struct eos_dir_snapshot *s);
-/* dirlist.c. Up to max entries of p with a cookie above off (locks p); caller releases. */
+/* dirlist.c. Up to max entries of p with a cookie above off (locks p); caller releases. Lower
+ * entries come with their attributes until a read past them (a read from off tells that the
+ * kernel has every entry up to off). */
 int eos_dirlist_read(struct eos_view *v, struct eos_node *p, uint64_t off, size_t max,
 		     struct eos_dir_snapshot *ret);
 /* p (locked) is about to change: take again the listing it dropped, if any. */
@@ -368,7 +463,7 @@ struct eos_txn_node {
 	unsigned flags;
 	uint32_t nlink, mode, uid, gid;
 	uint64_t size, parent, subdirs;
-	struct timespec atime, mtime, ctime;
+	int64_t atime, mtime, ctime; /* ns */
 	uint8_t jcopyup;
 	char *name;
 	bool logs; /* log, present and lower_limit saved too (a truncation) */
@@ -537,6 +632,9 @@ struct eos_ctx {
 
 /* namespace.c: operations on names (take the locks they need). New nodes carry one reference. */
 int eos_fs_lookup(struct eos_view *v, struct eos_node *p, const char *name, struct eos_node **ret);
+/* The same for an entry p's listing gave with its lower attributes (readdirplus). */
+int eos_fs_lookup_listed(struct eos_view *v, struct eos_node *p, const char *name,
+			 const struct eos_listed *lower, struct eos_node **ret);
 int eos_fs_make(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, const char *name,
 		uint32_t mode, const char *target, struct eos_node **ret);
 /*
@@ -586,6 +684,17 @@ ssize_t eos_fs_read(struct eos_view *v, struct eos_handle *h, void *buf, size_t 
 ssize_t eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t size,
 		     uint64_t off);
 int eos_fs_release(struct eos_view *v, struct eos_handle *h);
+/*
+ * A file the kernel opened without an OPEN (the mount answered ENOSYS: fs/ops.c): h becomes a
+ * handle for one request by process pid, read-write (the kernel checked the file's mode), its
+ * writes attributed to pid's operation; n counts as open until eos_fs_transient_end, so its
+ * data file stays open for the reply. Between requests the data file may stay open, up to a
+ * bound per view (EOS_KEPT_FDS).
+ */
+int eos_fs_transient_begin(struct eos_view *v, struct eos_node *n, pid_t pid, struct eos_handle *h);
+void eos_fs_transient_end(struct eos_view *v, struct eos_handle *h);
+/* Close n's (locked) data file, whether a handle or a handle-less request left it open. */
+void eos_data_close(struct eos_view *v, struct eos_node *n);
 int eos_fs_fsync(struct eos_view *v, struct eos_node *n, bool datasync);
 int eos_fs_fallocate(struct eos_view *v, struct eos_handle *h, int mode, uint64_t off,
 		     uint64_t len);

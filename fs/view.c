@@ -62,12 +62,12 @@ root_from_lower(struct eos_view *v, struct eos_error *err)
 	r = r ?: eos_tree_stat(v->tree, "", &st, err);
 	if (r == 0) {
 		eos_node_fill_lower(n, &st);
-		n->lst = eos_lower_new(&st);
-		n->lower = strdup("");
-		n->name = strdup("");
+		n->x->lst = eos_lower_new(&st);
+		n->x->lower = strdup("");
+		eos_node_set_name(n, strdup(""));
 		n->parent = EOS_ROOT_INO;
 		n->nlookup = 1;
-		r = n->lst && n->lower && n->name ? 0 : -ENOMEM;
+		r = n->x->lst && n->x->lower && n->name ? 0 : -ENOMEM;
 	}
 	if (r == 0) {
 		r = eos_node_insert(v, n);
@@ -265,21 +265,21 @@ eos_view_persist(struct eos_view *v, bool sync, struct eos_error *err)
 
 		pthread_mutex_lock(&v->shards[i].lock);
 		while ((n = eos_table_next(&v->shards[i], &it))) {
-			if (pthread_mutex_trylock(&n->lock) != 0) {
+			if (!eos_mutex_trylock(&n->lock)) {
 				r = -EAGAIN; /* busy: written by its own operation's end */
 				continue;
 			}
 			r = eos_delta_flush_node(v, n, false) ?: r;
-			pthread_mutex_unlock(&n->lock);
+			eos_node_unlock(n);
 		}
 		pthread_mutex_unlock(&v->shards[i].lock);
 	}
 	if (r == 0 && sync) {
 		struct eos_node *root = eos_node_get(v, EOS_ROOT_INO);
 
-		pthread_mutex_lock(&root->lock);
+		eos_node_lock(root);
 		r = eos_delta_flush_node(v, root, true);
-		pthread_mutex_unlock(&root->lock);
+		eos_node_unlock(root);
 	}
 	return r < 0 ? eos_error_set(err, r, "session '%s': cannot write the delta", v->session)
 		     : 0;

@@ -152,6 +152,12 @@ int eos_view_mountpoint_check(const char *path, struct eos_error *err);
 int eos_view_mount_serve(struct eos_view_mount *m, struct eos_error *err);
 /* Ask a serving mount to stop (any thread, async-signal-unsafe). */
 void eos_view_mount_stop(struct eos_view_mount *m);
+/* The requests of FUSE opcode op (<linux/fuse.h>: FUSE_OPEN, FUSE_READ, …) the mount has
+ * received so far; 0 for an opcode beyond EOS_VIEW_OPCODES. */
+enum {
+	EOS_VIEW_OPCODES = 64,
+};
+uint64_t eos_view_mount_requests(const struct eos_view_mount *m, unsigned op);
 /* Unmount when still mounted, free. NULL-safe. A host-served mount must be out of the host's
  * threads first (none of them in eos_view_mount_receive() or _process() with it). */
 void eos_view_mount_free(struct eos_view_mount *m);

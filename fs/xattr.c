@@ -13,30 +13,30 @@ static const char USER_PREFIX[] = "user.";
 void
 eos_xattrs_free(struct eos_node *n)
 {
-	for (size_t i = 0; i < n->nxattrs; i++) {
-		free(n->xattrs[i].name);
-		free(n->xattrs[i].value);
+	for (size_t i = 0; i < n->x->nxattrs; i++) {
+		free(n->x->xattrs[i].name);
+		free(n->x->xattrs[i].value);
 	}
-	free(n->xattrs);
-	n->xattrs = NULL;
-	n->nxattrs = 0;
+	free(n->x->xattrs);
+	n->x->xattrs = NULL;
+	n->x->nxattrs = 0;
 }
 
 static int
 xattr_append(struct eos_node *n, const char *name, const void *value, size_t len)
 {
-	struct eos_xattr *v = realloc(n->xattrs, (n->nxattrs + 1) * sizeof(*v));
+	struct eos_xattr *v = realloc(n->x->xattrs, (n->x->nxattrs + 1) * sizeof(*v));
 	struct eos_xattr x = { .name = strdup(name), .value = malloc(len ? len : 1), .len = len };
 
 	if (v)
-		n->xattrs = v;
+		n->x->xattrs = v;
 	if (!v || !x.name || !x.value) {
 		free(x.name);
 		free(x.value);
 		return -ENOMEM;
 	}
 	memcpy(x.value, value, len);
-	n->xattrs[n->nxattrs++] = x;
+	n->x->xattrs[n->x->nxattrs++] = x;
 	return 0;
 }
 
@@ -53,8 +53,11 @@ eos_xattr_load(struct eos_view *v, struct eos_node *n)
 
 	if (n->flags & EOS_NODE_XATTRS)
 		return 0;
-	if (n->lower && n->lst && n->lst->nxattrs > 0)
-		r = eos_tree_xattrs(v->tree, n->lower, load_one, n, NULL);
+	r = eos_node_extend(v, n);
+	if (r < 0)
+		return r;
+	if (eos_node_lower(n) && n->x->lst && n->x->lst->nxattrs > 0)
+		r = eos_tree_xattrs(v->tree, eos_node_lower(n), load_one, n, NULL);
 	if (r < 0) {
 		eos_xattrs_free(n);
 		return r;
@@ -63,12 +66,19 @@ eos_xattr_load(struct eos_view *v, struct eos_node *n)
 	return 0;
 }
 
+/* Whether n (locked) has no attributes: not loaded, and its lower entry has none. */
+static bool
+none_below(const struct eos_node *n)
+{
+	return (n->flags & (EOS_NODE_XATTRS | EOS_NODE_NO_XATTRS)) == EOS_NODE_NO_XATTRS;
+}
+
 static struct eos_xattr *
 xattr_find(struct eos_node *n, const char *name)
 {
-	for (size_t i = 0; i < n->nxattrs; i++)
-		if (strcmp(n->xattrs[i].name, name) == 0)
-			return &n->xattrs[i];
+	for (size_t i = 0; i < n->x->nxattrs; i++)
+		if (strcmp(n->x->xattrs[i].name, name) == 0)
+			return &n->x->xattrs[i];
 	return NULL;
 }
 
@@ -78,8 +88,10 @@ eos_xattr_get(struct eos_view *v, struct eos_node *n, const char *name, void *bu
 	struct eos_xattr *x;
 	ssize_t r;
 
-	pthread_mutex_lock(&n->lock);
-	r = eos_xattr_load(v, n);
+	eos_node_lock(n);
+	/* the kernel's security.capability and ACL questions about a lower file without any:
+	 * no extension, no store read */
+	r = none_below(n) ? -ENODATA : eos_xattr_load(v, n);
 	x = r < 0 ? NULL : xattr_find(n, name);
 	if (r == 0)
 		r = !x		    ? -ENODATA
@@ -88,7 +100,7 @@ eos_xattr_get(struct eos_view *v, struct eos_node *n, const char *name, void *bu
 				    : (ssize_t)x->len;
 	if (r > 0 && size > 0)
 		memcpy(buf, x->value, x->len);
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return r;
 }
 
@@ -98,19 +110,19 @@ eos_xattr_list(struct eos_view *v, struct eos_node *n, char *buf, size_t size)
 	size_t need = 0;
 	ssize_t r;
 
-	pthread_mutex_lock(&n->lock);
-	r = eos_xattr_load(v, n);
-	for (size_t i = 0; r == 0 && i < n->nxattrs; i++)
-		need += strlen(n->xattrs[i].name) + 1;
+	eos_node_lock(n);
+	r = none_below(n) ? 0 : eos_xattr_load(v, n);
+	for (size_t i = 0; r == 0 && i < n->x->nxattrs; i++)
+		need += strlen(n->x->xattrs[i].name) + 1;
 	if (r == 0)
 		r = size == 0 ? (ssize_t)need : size < need ? -ERANGE : (ssize_t)need;
-	for (size_t i = 0, off = 0; r > 0 && size > 0 && i < n->nxattrs; i++) {
-		size_t len = strlen(n->xattrs[i].name) + 1;
+	for (size_t i = 0, off = 0; r > 0 && size > 0 && i < n->x->nxattrs; i++) {
+		size_t len = strlen(n->x->xattrs[i].name) + 1;
 
-		memcpy(buf + off, n->xattrs[i].name, len);
+		memcpy(buf + off, n->x->xattrs[i].name, len);
 		off += len;
 	}
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return r;
 }
 
@@ -126,7 +138,7 @@ xattr_change(struct eos_view *v, struct eos_node *n, const char *name, const voi
 			return -ENODATA;
 		free(x->name);
 		free(x->value);
-		*x = n->xattrs[--n->nxattrs];
+		*x = n->x->xattrs[--n->x->nxattrs];
 		return 0;
 	}
 	if ((flags & XATTR_CREATE_FLAG) && x)
@@ -160,7 +172,7 @@ eos_xattr_set(struct eos_view *v, struct eos_node *n, const char *name, const vo
 	r = eos_copyup_meta(v, n);
 	if (r < 0)
 		return r;
-	pthread_mutex_lock(&n->lock);
+	eos_node_lock(n);
 	r = eos_xattr_load(v, n);
 	r = r ?: xattr_change(v, n, name, value, len, flags);
 	if (r == 0) {
@@ -168,6 +180,6 @@ eos_xattr_set(struct eos_view *v, struct eos_node *n, const char *name, const vo
 		eos_node_touch(n, false);
 		r = eos_delta_flush_node(v, n, false);
 	}
-	pthread_mutex_unlock(&n->lock);
+	eos_node_unlock(n);
 	return r;
 }

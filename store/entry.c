@@ -760,7 +760,9 @@ list_open(struct eos_store *st, const struct eos_kv_snapshot *snap, struct list_
 	ls->plen = ls->key.len;
 	memcpy(upper, ls->key.data, ls->plen);
 	upper[ls->plen - 1] = 0x01;
-	r = eos_kv_iter_new(st->kv, EOS_CF_ENTRIES, snap, upper, ls->plen, 0, &ls->it);
+	r = eos_kv_iter_new(st->kv, EOS_CF_ENTRIES, snap, upper, ls->plen,
+			    ls->flags & EOS_ENTRY_LIST_NO_CACHE ? EOS_KV_ITER_NO_CACHE_FILL : 0,
+			    &ls->it);
 	if (r < 0)
 		return eos_error_set(ls->err, r, "create an entry iterator");
 	return 0;

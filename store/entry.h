@@ -98,6 +98,7 @@ int eos_entry_resolve(struct eos_store *st, const struct eos_kv_snapshot *snap, 
 enum eos_entry_list_flags {
 	EOS_ENTRY_LIST_WHITEOUTS = 1 << 0,   /* also report whiteouts (kind WHITEOUT) */
 	EOS_ENTRY_LIST_BELOW_FLOOR = 1 << 1, /* also report records older than the floor */
+	EOS_ENTRY_LIST_NO_CACHE = 1 << 2,    /* leave the blocks read out of the block cache */
 };
 
 /* Per child: name (nlen bytes, NUL-terminated copy), its record. Non-zero stops. */

@@ -148,6 +148,7 @@ eos_store_lookup_child(struct eos_store *st, const char *sandbox, uint64_t v, co
 struct readdir_ctx {
 	eos_readdir_fn fn;
 	void *ctx;
+	enum eos_entry_list_flags flags;
 	bool stopped; /* fn returned non-zero: hand its value back untouched */
 };
 
@@ -174,32 +175,41 @@ readdir_at(const struct eos_tree *t, const char *path, const char *start_after,
 	if (dir.st.kind != EOS_KIND_DIR)
 		return eos_error_set(err, -ENOTDIR, "'%s' is not a directory", path);
 	return eos_entry_list(t->st, NULL, t->sbx, t->version, path, strlen(path), dir.st.floor,
-			      start_after, 0, readdir_one, rc, err);
+			      start_after, rc->flags, readdir_one, rc, err);
+}
+
+static int
+tree_readdir(const struct eos_tree *t, const char *path, const char *start_after,
+	     struct readdir_ctx *rc, struct eos_error *err)
+{
+	int r = eos_path_check(path, err);
+
+	if (r < 0)
+		return r;
+	r = readdir_at(t, path, start_after, rc, err);
+	if (r < 0 && !rc->stopped)
+		return eos_error_prefix(err, r, "sandbox '%s'", t->sandbox);
+	return r;
 }
 
 int
 eos_tree_readdir(const struct eos_tree *t, const char *path, const char *start_after,
 		 eos_readdir_fn fn, void *ctx, struct eos_error *err)
 {
-	struct readdir_ctx rc = { .fn = fn, .ctx = ctx };
-	int r = eos_path_check(path, err);
+	struct readdir_ctx rc = { .fn = fn, .ctx = ctx, .flags = EOS_ENTRY_LIST_NO_CACHE };
 
-	if (r < 0)
-		return r;
-	r = readdir_at(t, path, start_after, &rc, err);
-	if (r < 0 && !rc.stopped)
-		return eos_error_prefix(err, r, "sandbox '%s'", t->sandbox);
-	return r;
+	return tree_readdir(t, path, start_after, &rc, err);
 }
 
 int
 eos_store_readdir(struct eos_store *st, const char *sandbox, uint64_t v, const char *path,
 		  const char *start_after, eos_readdir_fn fn, void *ctx, struct eos_error *err)
 {
+	struct readdir_ctx rc = { .fn = fn, .ctx = ctx };
 	struct eos_tree t;
 	int r = tree_resolve(st, sandbox, v, &t, err);
 
-	return r ?: eos_tree_readdir(&t, path, start_after, fn, ctx, err);
+	return r ?: tree_readdir(&t, path, start_after, &rc, err);
 }
 
 int

@@ -391,6 +391,9 @@ int eos_tree_stat(const struct eos_tree *t, const char *path, struct eos_stat *r
 int eos_tree_lookup_child(const struct eos_tree *t, const char *dir_path,
 			  const struct eos_stat *dir, const char *name, struct eos_stat *ret,
 			  struct eos_error *err);
+/* As eos_store_readdir, except that the blocks it reads do not enter the block cache: a listing
+ * is a scan, and a walk of a large tree would fill the cache with what its point lookups need
+ * less (the view builds a listed file's node from the listing). */
 int eos_tree_readdir(const struct eos_tree *t, const char *path, const char *start_after,
 		     eos_readdir_fn fn, void *ctx, struct eos_error *err);
 int eos_tree_readlink(const struct eos_tree *t, const char *path, char **ret,

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of common/: errors, buffers and readers, paths, digests, JSON, quoting, failpoints.
+ * Unit tests of common/: errors, buffers and readers, paths, digests, JSON, quoting, failpoints,
+ * the futex mutex.
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include "common/error.h"
 #include "common/failpoint.h"
 #include "common/json.h"
+#include "common/mutex.h"
 #include "common/path.h"
 #include "common/quote.h"
 
@@ -386,6 +389,51 @@ START_TEST(errkind_names_statuses_and_errnos)
 }
 END_TEST
 
+enum {
+	MUTEX_THREADS = 4,
+	MUTEX_ROUNDS = 200000,
+};
+
+struct mutex_shared {
+	struct eos_mutex m;
+	uint64_t counter; /* guarded by m, deliberately not atomic */
+};
+
+static void *
+mutex_worker(void *arg)
+{
+	struct mutex_shared *s = arg;
+
+	for (int i = 0; i < MUTEX_ROUNDS; i++) {
+		eos_mutex_lock(&s->m);
+		s->counter++;
+		if (i % 1000 == 0)
+			usleep(10); /* held across a sleep: the others wait in the kernel */
+		eos_mutex_unlock(&s->m);
+	}
+	return NULL;
+}
+
+/* Contended increments all land, trylock fails while held and succeeds once released. */
+START_TEST(mutex_excludes_and_trylock)
+{
+	struct mutex_shared s = { 0 };
+	pthread_t t[MUTEX_THREADS];
+
+	ck_assert_uint_eq(sizeof(struct eos_mutex), 4);
+	for (int i = 0; i < MUTEX_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, mutex_worker, &s), 0);
+	for (int i = 0; i < MUTEX_THREADS; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_uint_eq(s.counter, (uint64_t)MUTEX_THREADS * MUTEX_ROUNDS);
+	ck_assert(eos_mutex_trylock(&s.m));
+	ck_assert(!eos_mutex_trylock(&s.m));
+	eos_mutex_unlock(&s.m);
+	ck_assert(eos_mutex_trylock(&s.m));
+	eos_mutex_unlock(&s.m);
+}
+END_TEST
+
 static Suite *
 common_suite(void)
 {
@@ -407,6 +455,7 @@ common_suite(void)
 	tcase_add_test(tc, json_helpers);
 	tcase_add_test(tc, quote_like_git);
 	tcase_add_test(tc, errkind_names_statuses_and_errnos);
+	tcase_add_test(tc, mutex_excludes_and_trylock);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -169,9 +169,9 @@ owner_at(struct eos_view *v, const char *path, uint64_t off)
 {
 	struct eos_node *n = tv_lookup(v, path);
 
-	for (size_t i = 0; i < n->log.n; i++)
-		if (n->log.v[i].start <= off && off < n->log.v[i].end)
-			return eos_opstable_name(&v->ops, n->log.v[i].op);
+	for (size_t i = 0; i < n->x->log.n; i++)
+		if (n->x->log.v[i].start <= off && off < n->x->log.v[i].end)
+			return eos_opstable_name(&v->ops, n->x->log.v[i].op);
 	return "";
 }
 
@@ -330,7 +330,7 @@ START_TEST(test_rotation)
 		memcpy(&got, b + (size_t)i * 8, sizeof(got));
 		ck_assert_msg(got == x, "write %u of %u was lost", i, ROTATE_WRITES);
 	}
-	ck_assert_uint_eq(tv_lookup(v, "log.bin")->log.n, ROTATE_WRITES);
+	ck_assert_uint_eq(tv_lookup(v, "log.bin")->x->log.n, ROTATE_WRITES);
 	s = read_n(v, "small.txt", SMALL_LINES * 16);
 	ck_assert_mem_eq(s, "rotated!", 8);
 	ck_assert_uint_eq(journal_files(), 1); /* replayed, checkpointed, one new generation */

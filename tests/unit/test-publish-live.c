@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fuse.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -65,6 +66,51 @@ START_TEST(test_open_file_survives_publish)
 	ck_assert(lv_head_read("log.txt", buf, sizeof(buf)));
 	lv_appender_check(&ap, buf);
 	ck_assert_str_eq(lv_mnt_read("log.txt", buf2, sizeof(buf2)), buf);
+}
+END_TEST
+
+/*
+ * Files open without an OPEN (doc/fs.md, "Caching"): the mount answers its first OPEN, CREATE and
+ * FLUSH with ENOSYS and sees none of them again, nor a RELEASE (new files come by MKNOD); reads
+ * and writes do what they do on ext4, open(O_TRUNC) truncates (a SETATTR), and a read of cached
+ * pages asks nothing.
+ */
+START_TEST(test_files_open_without_open)
+{
+	char buf[256];
+	uint64_t reads;
+	int fd;
+
+	lv_start("s1");
+	ck_assert_str_eq(lv_mnt_read("a.txt", buf, sizeof(buf)), BASE_A);
+	reads = eos_view_mount_requests(lv.m, FUSE_READ);
+	ck_assert_uint_ge(reads, 1);
+	ck_assert_str_eq(lv_mnt_read("a.txt", buf, sizeof(buf)), BASE_A);
+	ck_assert_uint_eq(eos_view_mount_requests(lv.m, FUSE_READ), reads);
+	fd = lv_mnt_open("a.txt", O_WRONLY | O_TRUNC);
+	ck_assert_int_eq(write(fd, "short\n", 6), 6);
+	ck_assert_int_eq(close(fd), 0);
+	ck_assert_str_eq(lv_mnt_read("a.txt", buf, sizeof(buf)), "short\n");
+	fd = lv_mnt_open("a.txt", O_RDWR);
+	ck_assert_int_eq(pwrite(fd, "S", 1, 0), 1);
+	ck_assert_str_eq(lv_fd_read(fd, buf, sizeof(buf)), "Short\n");
+	ck_assert_int_eq(close(fd), 0);
+	lv_mnt_write("new1.txt", "one\n");
+	lv_mnt_write("new2.txt", "two\n");
+	ck_assert_str_eq(lv_mnt_read("new2.txt", buf, sizeof(buf)), "two\n");
+	ck_assert_uint_eq(eos_view_mount_requests(lv.m, FUSE_CREATE), 1);
+	ck_assert_uint_eq(eos_view_mount_requests(lv.m, FUSE_MKNOD), 2);
+	ck_assert_uint_eq(eos_view_mount_requests(lv.m, FUSE_OPEN), 1);
+	ck_assert_uint_eq(eos_view_mount_requests(lv.m, FUSE_FLUSH), 1);
+	ck_assert_uint_eq(eos_view_mount_requests(lv.m, FUSE_RELEASE), 0);
+	ck_assert_uint_ge(eos_view_mount_requests(lv.m, FUSE_SETATTR), 1);
+	ck_assert(lv_head_read("a.txt", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, BASE_A); /* nothing published: the head is as it was */
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	ck_assert(lv_head_read("a.txt", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "Short\n");
+	ck_assert(lv_head_read("new1.txt", buf, sizeof(buf)));
+	ck_assert_str_eq(buf, "one\n");
 }
 END_TEST
 
@@ -485,6 +531,7 @@ suite(void)
 
 	tcase_add_checked_fixture(tc, lv_setup, lv_teardown);
 	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_files_open_without_open);
 	tcase_add_test(tc, test_open_file_survives_publish);
 	tcase_add_test(tc, test_rejected_keeps_session);
 	tcase_add_test(tc, test_merge_shows_merged_file);

@@ -4,9 +4,11 @@
  * number derives from its identity, so it is the same after the kernel forgot the node, after a
  * remount, in another session of the sandbox and after a publish; nothing per looked-up file is
  * kept once the kernel forgot it; a number taken by another identity is remapped while needed.
+ * A looked-up lower file is one small allocation (doc/fs.md, "Memory").
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,8 +216,8 @@ START_TEST(test_collision_remapped)
 
 	ck_assert_ptr_nonnull(squatter);
 	squatter->mode = S_IFREG | 0644;
-	squatter->lower = strdup("elsewhere.txt");
-	squatter->name = strdup("elsewhere.txt");
+	ck_rc(eos_node_set_lower(squatter, "elsewhere.txt"), 0);
+	eos_node_set_name(squatter, strdup("elsewhere.txt"));
 	squatter->parent = EOS_ROOT_INO;
 	squatter->nlookup = 1;
 	ck_rc(eos_node_insert(v, squatter), 0);
@@ -227,9 +229,9 @@ START_TEST(test_collision_remapped)
 	ck_assert_uint_eq(remaps(v), 1);
 	/* a second lookup, and the listing, find the remapped number */
 	ck_assert_uint_eq(ino_of(v, "a.txt"), got);
-	pthread_mutex_lock(&tv_root(v)->lock);
+	eos_node_lock(tv_root(v));
 	ck_rc(eos_dir_snapshot(v, tv_root(v), &snap), 0);
-	pthread_mutex_unlock(&tv_root(v)->lock);
+	eos_node_unlock(tv_root(v));
 	listed = 0;
 	for (size_t i = 0; i < snap.n; i++)
 		if (strcmp(snap.v[i].name, "a.txt") == 0)
@@ -286,13 +288,13 @@ START_TEST(test_listing_dropped)
 	uint64_t mid;
 
 	read_listing(v, dir, 0, all, sizeof(all));
-	ck_assert_ptr_null(dir->list);
+	ck_assert_ptr_null(dir->x->list);
 	ck_rc(eos_dirlist_read(v, dir, 0, 1, &first), 0); /* a reader stops after one name */
 	ck_assert_uint_eq(first.n, 1);
 	mid = first.v[0].cookie;
 	eos_dir_snapshot_release(&first);
 	read_listing(v, dir, 0, all, sizeof(all)); /* another reads to the end: dropped */
-	ck_assert_ptr_null(dir->list);
+	ck_assert_ptr_null(dir->x->list);
 	ck_rc(eos_fs_getattr(v, dir, &st), 0);
 	ck_assert_uint_eq(st.st_nlink, 3); /* dir/sub */
 	tv_make(v, "dir", "a-new-dir", S_IFDIR | 0755, NULL);
@@ -311,6 +313,85 @@ START_TEST(test_listing_dropped)
 }
 END_TEST
 
+/*
+ * A looked-up lower file is one allocation (doc/fs.md, "Memory"): no extension until something
+ * needs one (an open, its xattrs, a change), and none for the kernel's questions about
+ * attributes it has not got; a directory, a hard-linked file has one from the start.
+ */
+START_TEST(test_lower_file_unextended)
+{
+	struct eos_view *v = view_open("s1");
+	struct eos_node *f = tv_lookup(v, "dir/f1"), *link = tv_lookup(v, "links/one");
+	struct eos_ctx ctx = tv_ctx_of(getpid());
+	struct eos_handle *h = NULL;
+	char buf[16];
+	struct stat st;
+
+	ck_assert(!eos_node_extended(f));
+	ck_assert_str_eq(eos_node_lower(f), "dir/f1");
+	ck_assert_str_eq(f->name, "f1");
+	ck_assert(eos_node_extended(tv_lookup(v, "dir")));
+	ck_assert(eos_node_extended(link));
+	ck_assert_uint_eq(link->nlink, 2);
+	ck_rc(eos_fs_getattr(v, f, &st), 0);
+	ck_assert_uint_eq(st.st_size, 1);
+	ck_assert(st.st_mtim.tv_sec == st.st_ctim.tv_sec && st.st_atim.tv_sec == st.st_ctim.tv_sec);
+	ck_assert_int_eq(eos_xattr_get(v, f, "security.capability", NULL, 0), -ENODATA);
+	ck_assert_int_eq(eos_xattr_list(v, f, NULL, 0), 0);
+	ck_assert(!eos_node_extended(f));
+	ck_rc(eos_fs_open(v, &ctx, f, O_RDONLY, &h), 0);
+	ck_assert(eos_node_extended(f));
+	ck_assert_int_eq(eos_fs_read(v, h, buf, sizeof(buf), 0), 1);
+	ck_assert_int_eq(buf[0], '1');
+	ck_rc(eos_fs_release(v, h), 0);
+	eos_view_close(v);
+}
+END_TEST
+
+/*
+ * A listing hands out what it read of each lower file, and the node built from that is the one
+ * a lookup builds; it keeps those attributes until a read starts past them.
+ */
+START_TEST(test_listed_attributes)
+{
+	struct eos_view *v = view_open("s1");
+	struct eos_node *dir = tv_lookup(v, "dir"), *n = NULL;
+	struct eos_dir_snapshot a = { 0 }, b = { 0 };
+	struct stat listed, looked;
+	uint64_t ino, past;
+
+	ck_rc(eos_dirlist_read(v, dir, 0, 1, &a), 0);
+	ck_assert_uint_eq(a.n, 1);
+	ck_assert_str_eq(a.v[0].name, "f1");
+	ck_assert_ptr_nonnull(a.v[0].lower);
+	ck_rc(eos_dirlist_read(v, dir, 0, 3, &b), 0); /* again from 0: still there */
+	ck_assert_uint_eq(b.n, 3);
+	ck_assert_ptr_nonnull(b.v[0].lower);
+	ck_assert_ptr_null(b.v[2].lower); /* sub: a directory is looked up */
+	past = b.v[1].cookie;
+	ck_rc(eos_fs_lookup_listed(v, dir, "f1", a.v[0].lower, &n), 0);
+	ck_assert(!eos_node_extended(n));
+	ck_rc(eos_fs_getattr(v, n, &listed), 0);
+	ino = n->ino;
+	eos_node_forget(v, ino, 1);
+	n = tv_lookup(v, "dir/f1");
+	ck_assert_uint_eq(n->ino, ino);
+	ck_rc(eos_fs_getattr(v, n, &looked), 0);
+	ck_assert_mem_eq(&listed, &looked, sizeof(listed));
+	eos_dir_snapshot_release(&a);
+	eos_dir_snapshot_release(&b);
+	ck_rc(eos_dirlist_read(v, dir, past, 3, &a), 0); /* the kernel has f1 and f2 */
+	ck_assert_uint_eq(a.n, 1);
+	eos_dir_snapshot_release(&a);
+	ck_rc(eos_dirlist_read(v, dir, 0, 3, &a), 0); /* a reader going back looks them up */
+	ck_assert_uint_eq(a.n, 3);
+	ck_assert_ptr_null(a.v[0].lower);
+	ck_assert_ptr_null(a.v[1].lower);
+	eos_dir_snapshot_release(&a);
+	eos_view_close(v);
+}
+END_TEST
+
 static Suite *
 inodes_suite(void)
 {
@@ -323,6 +404,8 @@ inodes_suite(void)
 	tcase_add_test(tc, test_forget_releases);
 	tcase_add_test(tc, test_collision_remapped);
 	tcase_add_test(tc, test_listing_dropped);
+	tcase_add_test(tc, test_lower_file_unextended);
+	tcase_add_test(tc, test_listed_attributes);
 	suite_add_tcase(s, tc);
 	return s;
 }

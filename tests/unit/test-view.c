@@ -925,7 +925,7 @@ START_TEST(test_churn_leaves_nothing)
 		slots += v->shards[i].cap; /* buckets: they shrink after the nodes go */
 	ck_assert_msg(slots < CHURN / 3, "%zu node slots left after %u creates and deletes", slots,
 		      CHURN);
-	ck_assert_uint_lt(eos_hashmap_count(&tv_lookup(v, "churn")->dirents), 200);
+	ck_assert_uint_lt(eos_hashmap_count(&tv_lookup(v, "churn")->x->dirents), 200);
 	records = eos_test_session_records(fx.st, SBX, "s1");
 	ck_assert_uint_lt(records, 10);
 	eos_view_close(v);
