@@ -23,7 +23,8 @@ mcp_stop_daemon() {
 	eosd_cleanup "$EOS_STATE_DIR"
 }
 
-# The SDK in $MCP_DIR, installed once from the lock file (again when it changes).
+# The SDK in $MCP_DIR, installed once from the lock file (again when it changes). Called under
+# the install lock (mcp_install).
 mcp_install_sdk() {
 	local src=$MCP_SRC
 	if [[ -d $MCP_DIR/node_modules/@modelcontextprotocol/sdk ]] &&
@@ -41,7 +42,12 @@ mcp_install_sdk() {
 
 mcp_install() {
 	local f
-	if mcp_install_sdk; then
+	local lock=$MCP_DIR/.eos-install.lock
+	mkdir -p "$MCP_DIR" || bail_out "cannot make '$MCP_DIR'"
+	# mcp-stdio.sh and mcp-http.sh run at once under make -j: one npm ci at a time in $MCP_DIR
+	# (the lock is opened for reading: the unprivileged rerun reuses root's install and lock)
+	[[ -e $lock ]] || : >"$lock" || bail_out "cannot make '$lock'"
+	if (flock 9 && mcp_install_sdk) 9<"$lock"; then
 		ok "the MCP SDK is installed from tests/mcp/package-lock.json"
 	else
 		bail_out "npm ci of tests/mcp failed"
