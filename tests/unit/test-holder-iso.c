@@ -265,7 +265,7 @@ write_file(const char *path, const char *text)
  * user.max_user_namespaces set to 0 there: the holder's namespaces are refused, the message
  * names the sysctl and the way out, and isolation "none" works. */
 static int
-denied_child(void)
+denied_child(const char *view)
 {
 	struct eosd_holder_plan p;
 	struct eos_error err = { 0 };
@@ -282,7 +282,7 @@ denied_child(void)
 	snprintf(line, sizeof(line), "0 %u 1", (unsigned)gid);
 	write_file("/proc/self/gid_map", line);
 	write_file("/proc/sys/user/max_user_namespaces", "0");
-	ht_plan_init(&p, ht_view());
+	ht_plan_init(&p, view);
 	ck_assert_int_eq(eosd_holder_spawn(ht_built("supervisor/holder/eos-holder"), &p, &h, &err),
 			 0);
 	r = eosd_holder_wait_ready(h, 60000, &err);
@@ -301,12 +301,13 @@ denied_child(void)
 
 START_TEST(refused_user_namespace_is_explained)
 {
+	char *view = ht_view(); /* made here: this process's exit removes it */
 	int st;
 	pid_t pid = fork();
 
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0)
-		_exit(denied_child());
+		_exit(denied_child(view));
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed (%d)", st);
 }

@@ -344,7 +344,7 @@ END_TEST
  * subreaper, the shell and the marker must all end.
  */
 static void
-parent_run(bool none, int report)
+parent_run(bool none, int report, const char *view)
 {
 	struct eosd_holder_plan p;
 	struct eosd_holder_exec x = ht_exec("sleep 1000 & setsid sleep 1000 & echo ready; wait");
@@ -356,7 +356,7 @@ parent_run(bool none, int report)
 	struct eosd_holder *h;
 
 	eos_buf_init(&out);
-	ht_plan_init(&p, ht_view());
+	ht_plan_init(&p, view);
 	p.isolation = none ? EOSD_HOLDER_NONE : EOSD_HOLDER_NAMESPACES;
 	h = ht_spawn(&p);
 	ck_assert_int_gt(eosd_holder_exec(h, 1, &x, &err), 0);
@@ -382,6 +382,7 @@ kill_chain(bool none)
 	pid_t pids[8] = { 0 };
 	int pfd[2], fds[8], st;
 	size_t n = 0;
+	char *view = ht_view(); /* made here: the killed child would leave it behind */
 	pid_t parent;
 
 	ck_assert_int_eq(pipe(pfd), 0);
@@ -389,7 +390,7 @@ kill_chain(bool none)
 	ck_assert_int_ge(parent, 0);
 	if (parent == 0) {
 		close(pfd[0]);
-		parent_run(none, pfd[1]);
+		parent_run(none, pfd[1], view);
 		_exit(1);
 	}
 	close(pfd[1]);
