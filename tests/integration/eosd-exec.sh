@@ -65,7 +65,7 @@ setup() {
 	mkdir -p "$ST" && chmod 0700 "$ST"
 	fs_import "$ST/store" sb "$T/src" || bail_out "import failed"
 	printf 'host-only\n' >"/tmp/eos-exec-marker.$M"
-	trap 'rm -f "/tmp/eos-exec-marker.$M"; fs_cleanup' EXIT
+	trap 'rm -f "/tmp/eos-exec-marker.$M"; eosd_cleanup "$ST" "$T/state2"' EXIT
 }
 
 # start_eosd STATE_DIR [ARGS...]: an eosd in the foreground on STATE_DIR; sets eosd_pid, SOCK and

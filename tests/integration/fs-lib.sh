@@ -36,13 +36,32 @@ fs_is_mounted() {
 # The EXIT trap of a test that runs eosd: kill -9 the eosd of each state directory given
 # (default: $EOS_STATE_DIR), then fs_cleanup.
 eosd_cleanup() {
-	local s pid
+	local s pid keys=()
 	(($# > 0)) || set -- "$EOS_STATE_DIR"
 	for s in "$@"; do
 		pid=$(eosd_pid "$s" 2>/dev/null)
 		[[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
+		keys+=("$(printf '%s' "$(realpath -m "$s")" | sha256sum | cut -c1-16)")
 	done
+	eosd_remove_cgroups "${keys[@]}"
 	fs_cleanup
+}
+
+# A SIGKILLed eosd leaves its sessions' cgroups (…/eos-KEY/SANDBOX/SESSION, doc/observability.md)
+# behind: remove those of the runtime keys given once their processes are gone (best effort,
+# root only; up to 5 s).
+eosd_remove_cgroups() {
+	local key dir i
+	((EUID == 0)) || return 0
+	for key in "$@"; do
+		while read -r dir; do
+			for ((i = 0; i < 50; i++)); do
+				find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null
+				[[ -d $dir ]] || break
+				sleep 0.1
+			done
+		done < <(find /sys/fs/cgroup -maxdepth 6 -type d -name "eos-$key" 2>/dev/null)
+	done
 }
 
 fs_cleanup() {
