@@ -43,13 +43,25 @@ no_nap_left() {
 	return 1
 }
 
-# Wait until the sleep $NAP runs.
+# Wait until the sleep $NAP itself runs: eosctl's own command line holds "sleep $NAP" too, and a
+# SIGINT sent as it starts (ignored then: a background job of a script) would never cancel.
 wait_for_nap() {
 	local i
 	for ((i = 0; i < 100; i++)); do
-		pgrep -f "sleep $NAP" >/dev/null && return 0
+		pgrep -f "^sleep $NAP" >/dev/null && return 0
 		sleep 0.1
 	done
+	return 1
+}
+
+# Wait (up to 60 s) for process $1 to end.
+wait_exit() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	diag "process $1 did not end"
 	return 1
 }
 
@@ -105,6 +117,7 @@ test_interrupt() {
 	track_pid "$pid"
 	check "the command runs (sleep $NAP)" wait_for_nap
 	kill -INT "$pid"
+	wait_exit "$pid" || kill -9 "$pid"
 	wait "$pid"
 	rc=$?
 	out=$(cat "$T/int.out") err=$(cat "$T/int.err")
