@@ -55,7 +55,7 @@ eosd_pid() {
 stop_eosd() {
 	local pid
 	pid=$(eosd_pid)
-	[[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
+	[[ -n $pid ]] && pid_runs "$pid" eosd && kill -9 "$pid" 2>/dev/null
 	fs_cleanup
 	return 0
 }

@@ -40,7 +40,7 @@ eosd_cleanup() {
 	(($# > 0)) || set -- "$EOS_STATE_DIR"
 	for s in "$@"; do
 		pid=$(eosd_pid "$s" 2>/dev/null)
-		[[ -n $pid ]] && kill -9 "$pid" 2>/dev/null
+		[[ -n $pid ]] && pid_runs "$pid" eosd && kill -9 "$pid" 2>/dev/null
 		keys+=("$(printf '%s' "$(realpath -m "$s")" | sha256sum | cut -c1-16)")
 	done
 	eosd_remove_cgroups "${keys[@]}"

@@ -83,6 +83,7 @@ tap_done() {
 tap_cleanup() {
 	local pid
 	for pid in "${tap_bg_pids[@]}"; do
+		pid_is_child "$pid" || continue
 		kill -9 "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 	done
@@ -98,6 +99,22 @@ tap_tmpdir() {
 	chmod 0711 "$T"
 	trap tap_cleanup EXIT
 	trap 'exit 130' INT TERM
+}
+
+# A pid recorded minutes ago may name an unrelated process by now (pid_max is 32 768 on these
+# machines): a SIGKILL at cleanup must not hit another test's process. pid_is_child PID: whether
+# it is still this shell's child; pid_runs PID NAME: whether its executable is named NAME (also
+# once rebuilt: "NAME (deleted)").
+pid_is_child() {
+	local ppid
+	ppid=$(ps -o ppid= -p "$1" 2>/dev/null) || return 1
+	((${ppid:-0} == $$))
+}
+
+pid_runs() {
+	local exe
+	exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
+	[[ $exe == */"$2" || $exe == */"$2 (deleted)" ]]
 }
 
 # Remember a background pid so that cleanup kills it.
