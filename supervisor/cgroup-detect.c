@@ -290,6 +290,8 @@ eosd_cgroups_new(const char *key, struct eosd_obs *obs, struct eosd_cgroups **re
 		eosd_cgroups_free(cg);
 		return eos_error_set(err, -ENOMEM, "out of memory");
 	}
+	if (cg->mode != EOSD_CGROUP_NONE)
+		eosd_cgroups_sweep(cg);
 	*ret = cg;
 	return 0;
 }

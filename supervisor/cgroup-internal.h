@@ -63,6 +63,11 @@ struct eosd_cgroups {
 int eosd_cgroups_detect(struct eosd_cgroups *cg);
 void eosd_cgroups_detect_release(struct eosd_cgroups *cg);
 /* cgroup.c */
+/*
+ * Remove what a previous eosd of the same key left (eos-<key>/<sandbox>/<session>: a SIGKILLed
+ * eosd removes nothing); a cgroup that still holds processes stays. Best effort.
+ */
+void eosd_cgroups_sweep(struct eosd_cgroups *cg);
 struct eosd_cgroup *eosd_cgroup_find_locked(struct eosd_cgroups *cg, const char *sandbox,
 					    const char *session);
 json_t *eosd_cgroup_sample_json(const struct eosd_cgroup_sample *s);

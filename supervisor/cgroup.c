@@ -3,6 +3,7 @@
  * supervisor/cgroup: session cgroups and their sampler (supervisor/cgroup.h). The detection is
  * in cgroup-detect.c; this file makes, fills, samples and removes the cgroups.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -152,6 +153,35 @@ remove_dirs(struct eosd_cgroup *g)
 	for (size_t i = 0; i < EOSD_CGROUP_HIERARCHIES; i++)
 		if (g->dir[i] && rmdir(g->dir[i]) == 0)
 			remove_parents(g->dir[i]);
+}
+
+/* rmdir every subdirectory of dir (the cgroups below it, depth first) and dir; best effort. */
+static void
+remove_tree(const char *dir, int depth)
+{
+	cleanup_closedir DIR *d = depth > 0 ? opendir(dir) : NULL;
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		cleanup_free char *sub = NULL;
+
+		if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (asprintf(&sub, "%s/%s", dir, e->d_name) >= 0)
+			remove_tree(sub, depth - 1);
+	}
+	(void)rmdir(dir);
+}
+
+void
+eosd_cgroups_sweep(struct eosd_cgroups *cg)
+{
+	for (size_t i = 0; i < EOSD_CGROUP_HIERARCHIES; i++) {
+		cleanup_free char *dir = NULL;
+
+		if (cg->base[i] && asprintf(&dir, "%s/eos-%s", cg->base[i], cg->key) >= 0)
+			remove_tree(dir, 2); /* eos-<key>/<sandbox>/<session> */
+	}
 }
 
 /*

@@ -49,7 +49,9 @@ struct eosd_cgroup;
 
 /*
  * Detect what this host offers eosd (see above) and make the registry; key names eosd's
- * directory (eos-<key>), obs receives the samples (may be NULL). Fails only for lack of memory.
+ * directory (eos-<key>), obs receives the samples (may be NULL). The session cgroups a previous
+ * eosd of the same key left there (it was killed) are removed, unless they still hold processes.
+ * Fails only for lack of memory.
  */
 int eosd_cgroups_new(const char *key, struct eosd_obs *obs, struct eosd_cgroups **ret,
 		     struct eos_error *err);

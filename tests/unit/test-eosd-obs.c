@@ -23,6 +23,7 @@
 #include "common/cleanup.h"
 #include "common/failpoint.h"
 #include "common/json.h"
+#include "common/path.h"
 
 #include "supervisor/cgroup.h"
 #include "supervisor/obs-internal.h"
@@ -457,6 +458,31 @@ START_TEST(test_cgroup_samples_or_says_why)
 }
 END_TEST
 
+/* A killed eosd removes no cgroup: the next one of the same key does, at its start. */
+START_TEST(test_cgroups_left_behind_are_swept)
+{
+	struct eosd_cgroups *cg = NULL;
+	struct eos_error err = { 0 };
+	cleanup_free char *top = NULL, *dir = NULL;
+	struct stat st;
+
+	ck_assert_int_eq(eosd_cgroups_new("sweep-test", NULL, &cg, &err), 0);
+	if (geteuid() != 0 || eosd_cgroups_mode(cg) == EOSD_CGROUP_NONE) {
+		ck_assert_int_ne(geteuid(), 0);
+		eosd_cgroups_free(cg);
+		return;
+	}
+	ck_assert_int_gt(asprintf(&top, "%s/eos-sweep-test", eosd_cgroups_base(cg)), 0);
+	ck_assert_int_gt(asprintf(&dir, "%s/sb/w9", top), 0);
+	ck_assert_int_eq(eos_mkdir_parents(dir, 0755, true), 0);
+	eosd_cgroups_free(cg); /* it did not make w9: it leaves it, as a killed eosd would */
+	ck_assert_int_eq(stat(dir, &st), 0);
+	ck_assert_int_eq(eosd_cgroups_new("sweep-test", NULL, &cg, &err), 0);
+	ck_assert_msg(stat(top, &st) < 0 && errno == ENOENT, "'%s' is still there", top);
+	eosd_cgroups_free(cg);
+}
+END_TEST
+
 static Suite *
 obs_suite(void)
 {
@@ -474,6 +500,7 @@ obs_suite(void)
 #endif
 	tcase_add_test(tc, test_followers_are_woken);
 	tcase_add_test(tc, test_cgroup_samples_or_says_why);
+	tcase_add_test(tc, test_cgroups_left_behind_are_swept);
 	suite_add_tcase(s, tc);
 	return s;
 }
