@@ -805,6 +805,27 @@ kill_eosd() {
 	check "SIGKILL of eosd: no sleep 300 is left on the host" host_gone "$(sleep_re 300)" 20
 	check "... nor the background sleep 301" host_gone "$(sleep_re 301)" 20
 	check "... nor either session's holder" pids_gone "${holders[@]}"
+	left_cgroups_swept
+}
+
+# As root with cgroups: the killed eosd left its sessions' cgroups (eos-KEY/sb/SESSION); one of a
+# session that no longer exists ("gone", made here beside kk's) is removed by the next eosd's
+# start, which makes its live sessions' again.
+left_cgroups_swept() {
+	local key kk gone
+	key=$(printf '%s' "$(realpath -m "$ST")" | sha256sum | cut -c1-16)
+	kk=$(find /sys/fs/cgroup -maxdepth 6 -path "*/eos-$key/sb/kk" -type d 2>/dev/null | head -n 1)
+	if [[ -z $kk ]]; then
+		ok "# SKIP left cgroups: this eosd made none (root with cgroups only)"
+		return
+	fi
+	gone=${kk%/kk}/gone
+	mkdir "$gone" || bail_out "cannot make the cgroup '$gone'"
+	start_eosd "$ST"
+	check "a new eosd removes the cgroup a killed one left for a session that is gone" \
+		test ! -d "$gone"
+	kill -TERM "$eosd_pid"
+	wait "$eosd_pid" 2>/dev/null
 }
 
 # Wait up to 2 s until none of the pids $@ is alive.
