@@ -54,17 +54,6 @@ wait_for_nap() {
 	return 1
 }
 
-# Wait (up to 60 s) for process $1 to end.
-wait_exit() {
-	local i
-	for ((i = 0; i < 600; i++)); do
-		kill -0 "$1" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	diag "process $1 did not end"
-	return 1
-}
-
 setup() {
 	mkdir -p "$T/src/dir"
 	printf 'one\n' >"$T/src/dir/a.txt"
@@ -117,7 +106,7 @@ test_interrupt() {
 	track_pid "$pid"
 	check "the command runs (sleep $NAP)" wait_for_nap
 	kill -INT "$pid"
-	wait_exit "$pid" || kill -9 "$pid"
+	wait_pid_gone "$pid" || kill -9 "$pid"
 	wait "$pid"
 	rc=$?
 	out=$(cat "$T/int.out") err=$(cat "$T/int.err")

@@ -114,16 +114,6 @@ eosd_pid() {
 	json_get 'd["pid"]' <"$ST/eosd.json"
 }
 
-# Wait (up to 60 s) for process $1 to end.
-wait_gone() {
-	local i
-	for ((i = 0; i < 1200; i++)); do
-		kill -0 "$1" 2>/dev/null || return 0
-		sleep 0.05
-	done
-	return 1
-}
-
 # Wait (up to 60 s) for eosd.json.
 wait_ready() {
 	local i
@@ -633,7 +623,7 @@ other_uid() {
 
 stop_background() {
 	kill -TERM "$PID"
-	check "SIGTERM stops eosd" wait_gone "$PID"
+	check "SIGTERM stops eosd" wait_pid_gone "$PID"
 	check "eosd.json is removed" not test -e "$ST/eosd.json"
 	check "the socket is removed" not test -e "$SOCK"
 }
@@ -726,7 +716,7 @@ two_daemons() {
 	fi
 	for s in 0 1; do
 		kill -TERM "${pids[$s]}"
-		check "eosd $((s + 1)) of 2 stops" wait_gone "${pids[$s]}"
+		check "eosd $((s + 1)) of 2 stops" wait_pid_gone "${pids[$s]}"
 	done
 	check "... and both sockets are gone" not test -e "$(eosd_runtime_dir "$T/state-a")/eosd.sock" -o \
 		-e "$(eosd_runtime_dir "$T/state-b")/eosd.sock"

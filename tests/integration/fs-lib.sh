@@ -103,16 +103,11 @@ fs_mount() {
 
 # Unmount $1 and wait (up to 60 s) until its eosfs process has exited and released the store.
 fs_umount() {
-	local mnt=$1 pid='' i
+	local mnt=$1 pid=''
 	[[ -r $mnt.pid ]] && pid=$(cat "$mnt.pid")
 	fusermount3 -u "$mnt" || return 1
 	fs_wait_mounted "$mnt" 0 || return 1
-	[[ -n $pid ]] || return 0
-	for ((i = 0; i < 1200; i++)); do
-		kill -0 "$pid" 2>/dev/null || return 0
-		sleep 0.05
-	done
-	return 1
+	[[ -z $pid ]] || wait_pid_gone "$pid"
 }
 
 as_test_user() {

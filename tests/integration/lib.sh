@@ -117,6 +117,16 @@ pid_runs() {
 	[[ $exe == */"$2" || $exe == */"$2 (deleted)" ]]
 }
 
+# Wait (up to $2 seconds, default 60) for process $1 to end; 1 if it still runs then.
+wait_pid_gone() {
+	local i
+	for ((i = 0; i < ${2:-60} * 20; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # Remember a background pid so that cleanup kills it.
 track_pid() {
 	tap_bg_pids+=("$1")

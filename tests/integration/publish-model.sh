@@ -107,11 +107,7 @@ mount_sessions() {
 # Wait for process $1 to exit: an eosfs writes its sessions' metadata and closes the store
 # after the unmount (up to two minutes on a loaded machine).
 wait_exit() {
-	local i
-	for ((i = 0; i < 1200; i++)); do
-		kill -0 "$1" 2>/dev/null || return 0
-		sleep 0.1
-	done
+	wait_pid_gone "$1" 120 && return 0
 	diag "eosfs $1 still runs: $(ps -o stat=,etime= -p "$1")"
 	return 1
 }
