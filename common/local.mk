@@ -15,6 +15,7 @@ common_libeos_common_a_SOURCES = \
 	common/mcp-run.c common/mcp-run.h \
 	common/quote.c common/quote.h \
 	common/hashmap.c common/hashmap.h \
+	common/ino.c common/ino.h \
 	common/statedir.c common/statedir.h \
 	common/clock.c common/clock.h \
 	common/mutex.c common/mutex.h \

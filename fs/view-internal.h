@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "common/hashmap.h"
+#include "common/ino.h"
 #include "common/mutex.h"
 
 #include "fs/journal.h"
@@ -41,9 +42,6 @@ enum {
 	EOS_TIDY_AFTER = 4096,		  /* freed nodes before their memory is given back */
 	EOS_KEPT_FDS = 256,		  /* data files kept open without a handle, per view */
 };
-
-/* Inode numbers with this bit derive from a lower identity; the others come from a counter. */
-#define EOS_INO_DERIVED (UINT64_C(1) << 63)
 
 struct eos_dirlist;
 struct eos_listed;
@@ -335,11 +333,6 @@ struct eos_node *eos_node_get_ref(struct eos_view *v, uint64_t ino);
 void eos_node_ref(struct eos_view *v, struct eos_node *n, uint64_t count);
 /* Drop kernel references; frees lower or unlinked nodes reaching zero. */
 void eos_node_forget(struct eos_view *v, uint64_t ino, uint64_t count);
-/*
- * The inode number of a lower identity (path, or hard-link group when group is not 0): a hash of
- * it with EOS_INO_DERIVED set, the same in every session and mount of every sandbox.
- */
-uint64_t eos_node_ino_derived(const char *path, uint64_t group);
 /* The inode number the identity has in this view: its remap, else the derived one. */
 int eos_node_identity(struct eos_view *v, const char *path, uint64_t group, uint64_t *ret);
 /* Whether n (with an unchanging identity) is the node of the identity. */

@@ -136,7 +136,7 @@ START_TEST(test_numbers_stable)
 		ck_assert_uint_ne(first[i] & EOS_INO_DERIVED, 0);
 	}
 	ck_assert_uint_eq(ino_of(v, "links/two"), first[3]);
-	ck_assert_uint_eq(first[0], eos_node_ino_derived("a.txt", 0));
+	ck_assert_uint_eq(first[0], eos_ino_derived("a.txt", 0));
 	/* a copy-up (chmod) keeps the number; a new file's comes from the counter */
 	struct stat attr = { .st_mode = 0600 };
 	struct stat out;
@@ -164,7 +164,7 @@ START_TEST(test_numbers_stable)
 	v = view_open("s3"); /* a session of the new head */
 	for (size_t i = 0; i < 4; i++)
 		ck_assert_uint_eq(ino_of(v, paths[i]), first[i]);
-	ck_assert_uint_eq(ino_of(v, "dir/new.txt"), eos_node_ino_derived("dir/new.txt", 0));
+	ck_assert_uint_eq(ino_of(v, "dir/new.txt"), eos_ino_derived("dir/new.txt", 0));
 	ck_assert_uint_eq(remaps(v), 0);
 	eos_view_close(v);
 }
@@ -186,18 +186,18 @@ START_TEST(test_forget_releases)
 			snprintf(name, sizeof(name), "f%u", i);
 			ck_rc(eos_fs_lookup(v, many, name, &n), 0);
 			snprintf(name, sizeof(name), "many/f%u", i);
-			ck_assert_uint_eq(n->ino, eos_node_ino_derived(name, 0));
+			ck_assert_uint_eq(n->ino, eos_ino_derived(name, 0));
 		}
 		ck_assert_uint_eq(nodes(v), before + MANY);
 		for (unsigned i = 0; i < MANY; i++) {
 			snprintf(name, sizeof(name), "many/f%u", i);
-			eos_node_forget(v, eos_node_ino_derived(name, 0), 1);
+			eos_node_forget(v, eos_ino_derived(name, 0), 1);
 		}
 		ck_assert_uint_eq(nodes(v), before);
 		ck_assert_uint_eq(remaps(v), 0);
 	}
 	ino = ino_of(v, "many/f7");
-	ck_assert_uint_eq(ino, eos_node_ino_derived("many/f7", 0));
+	ck_assert_uint_eq(ino, eos_ino_derived("many/f7", 0));
 	eos_view_close(v);
 }
 END_TEST
@@ -210,7 +210,7 @@ END_TEST
 START_TEST(test_collision_remapped)
 {
 	struct eos_view *v = view_open("s1");
-	uint64_t derived = eos_node_ino_derived("a.txt", 0), got, listed;
+	uint64_t derived = eos_ino_derived("a.txt", 0), got, listed;
 	struct eos_node *squatter = eos_node_new(derived), *n;
 	struct eos_dir_snapshot snap = { 0 };
 
