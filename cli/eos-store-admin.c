@@ -70,20 +70,22 @@ import_doc(const struct eos_import_result *res, double seconds)
 {
 	double secs = seconds > 1e-9 ? seconds : 1e-9;
 
-	return json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:f,s:f,s:f}", "sandbox",
+	return json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:f,s:f,s:f}", "sandbox",
 			 tool_json_str(res->sandbox), "version", tool_json_layer(res->version),
 			 "files", (json_int_t)res->files, "dirs", (json_int_t)res->dirs, "symlinks",
 			 (json_int_t)res->symlinks, "hardlinks", (json_int_t)res->hardlinks,
 			 "specials", (json_int_t)res->specials, "skipped",
-			 tool_json_skipped(res->skipped, res->nskipped), "bytes",
-			 (json_int_t)res->bytes, "seconds", seconds, "mb_per_s",
-			 (double)res->bytes / 1e6 / secs, "files_per_s", (double)res->files / secs);
+			 tool_json_skipped(res->skipped, res->nskipped), "git_index_entries",
+			 (json_int_t)res->git_entries, "bytes", (json_int_t)res->bytes, "seconds",
+			 seconds, "mb_per_s", (double)res->bytes / 1e6 / secs, "files_per_s",
+			 (double)res->files / secs);
 }
 
 int
 tool_cmd_import(struct tool *t, const struct tool_args *a)
 {
-	struct eos_import_options opts = { .sandbox = a->sandbox };
+	struct eos_import_options opts = { .sandbox = a->sandbox,
+					   .keep_git_index = a->keep_git_index };
 	struct eos_import_result res = { 0 };
 	struct eos_error err = { 0 };
 	struct progress prog = { 0 };

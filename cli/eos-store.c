@@ -24,8 +24,8 @@
 #include "common/statedir.h"
 
 static const struct tool_command commands[] = {
-	{ "import", tool_cmd_import, TOOL_OPT_SANDBOX | TOOL_OPT_THREADS, 0, 1, 1,
-	  "import SRC [--sandbox ID] [--threads N]",
+	{ "import", tool_cmd_import, TOOL_OPT_SANDBOX | TOOL_OPT_THREADS | TOOL_OPT_KEEP_GIT_INDEX,
+	  0, 1, 1, "import SRC [--sandbox ID] [--threads N] [--keep-git-index]",
 	  "import a directory or a tar archive as a new sandbox" },
 	{ "ls", tool_cmd_ls, TOOL_OPT_SANDBOX | TOOL_OPT_VERSION, 0, 0, 1,
 	  "ls [--sandbox ID [--version L]] [PATH]", "list sandboxes, or a directory of a sandbox" },
@@ -82,6 +82,7 @@ enum {
 	OPT_VERSION,
 	OPT_THREADS,
 	OPT_QUICK,
+	OPT_KEEP_GIT_INDEX,
 	OPT_SESSION,
 	OPT_PATH,
 	OPT_OPERATION,
@@ -103,6 +104,7 @@ static const struct {
 	{ { "version", required_argument, NULL, OPT_VERSION }, TOOL_OPT_VERSION },
 	{ { "threads", required_argument, NULL, OPT_THREADS }, TOOL_OPT_THREADS },
 	{ { "quick", no_argument, NULL, OPT_QUICK }, TOOL_OPT_QUICK },
+	{ { "keep-git-index", no_argument, NULL, OPT_KEEP_GIT_INDEX }, TOOL_OPT_KEEP_GIT_INDEX },
 	{ { "session", required_argument, NULL, OPT_SESSION }, TOOL_OPT_SESSION },
 	{ { "path", required_argument, NULL, OPT_PATH }, TOOL_OPT_PATH },
 	{ { "operation", required_argument, NULL, OPT_OPERATION }, TOOL_OPT_OPERATION },
@@ -670,6 +672,11 @@ command_option(struct tool_args *a, int c, unsigned *given)
 	if (c == OPT_QUICK) {
 		a->quick = true;
 		*given |= TOOL_OPT_QUICK;
+		return TOOL_OK;
+	}
+	if (c == OPT_KEEP_GIT_INDEX) {
+		a->keep_git_index = true;
+		*given |= TOOL_OPT_KEEP_GIT_INDEX;
 		return TOOL_OK;
 	}
 	for (size_t i = 0; i < EOS_ARRAY_SIZE(string_options); i++) {

@@ -32,17 +32,18 @@ enum tool_status {
 
 /* Options a command accepts beyond the common --store, --json and --help. */
 enum tool_opt {
-	TOOL_OPT_SANDBOX = 1 << 0,   /* --sandbox ID */
-	TOOL_OPT_VERSION = 1 << 1,   /* --version L */
-	TOOL_OPT_THREADS = 1 << 2,   /* --threads N */
-	TOOL_OPT_QUICK = 1 << 3,     /* --quick */
-	TOOL_OPT_SESSION = 1 << 4,   /* --session NAME */
-	TOOL_OPT_PATH = 1 << 5,	     /* --path P */
-	TOOL_OPT_OPERATION = 1 << 6, /* --operation ID */
-	TOOL_OPT_FROM = 1 << 7,	     /* --from L */
-	TOOL_OPT_TO = 1 << 8,	     /* --to L */
-	TOOL_OPT_FORMAT = 1 << 9,    /* --format F */
-	TOOL_OPT_DEST = 1 << 10,     /* --dest PATH */
+	TOOL_OPT_SANDBOX = 1 << 0,	   /* --sandbox ID */
+	TOOL_OPT_VERSION = 1 << 1,	   /* --version L */
+	TOOL_OPT_THREADS = 1 << 2,	   /* --threads N */
+	TOOL_OPT_QUICK = 1 << 3,	   /* --quick */
+	TOOL_OPT_SESSION = 1 << 4,	   /* --session NAME */
+	TOOL_OPT_PATH = 1 << 5,		   /* --path P */
+	TOOL_OPT_OPERATION = 1 << 6,	   /* --operation ID */
+	TOOL_OPT_FROM = 1 << 7,		   /* --from L */
+	TOOL_OPT_TO = 1 << 8,		   /* --to L */
+	TOOL_OPT_FORMAT = 1 << 9,	   /* --format F */
+	TOOL_OPT_DEST = 1 << 10,	   /* --dest PATH */
+	TOOL_OPT_KEEP_GIT_INDEX = 1 << 11, /* --keep-git-index */
 };
 
 /* How tool_output() renders a document as text. */
@@ -67,6 +68,7 @@ struct tool_args {
 	const char *version; /* as given; tool_version() parses it */
 	const char *threads;
 	bool quick;
+	bool keep_git_index;
 	const char *session;
 	const char *path;
 	const char *operation;

@@ -20,6 +20,16 @@ eos_sha256(const void *p, size_t n, struct eos_digest *ret)
 }
 
 int
+eos_sha1(const void *p, size_t n, uint8_t *out)
+{
+	unsigned int len = 0;
+
+	if (!EVP_Digest(p, n, out, &len, EVP_sha1(), NULL) || len != EOS_SHA1_LEN)
+		return -EIO;
+	return 0;
+}
+
+int
 eos_sha256_new(struct eos_sha256 **ret)
 {
 	struct eos_sha256 *c = calloc(1, sizeof(*c));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * SHA-256 digests (OpenSSL libcrypto EVP; the only file that includes the OpenSSL headers).
- * Content addresses of chunks, manifests and whole files.
+ * Content addresses of chunks, manifests and whole files. SHA-1 only for the trailer of a git
+ * index (store/git-index.c), which is git's and not a content address of eos.
  */
 #pragma once
 
@@ -12,6 +13,7 @@
 enum {
 	EOS_DIGEST_LEN = 32,
 	EOS_DIGEST_HEX_LEN = 64,
+	EOS_SHA1_LEN = 20,
 };
 
 struct eos_digest {
@@ -23,6 +25,9 @@ struct eos_sha256;
 
 /* One-shot digest of n bytes. Returns 0 or -ENOMEM / -EIO. */
 int eos_sha256(const void *p, size_t n, struct eos_digest *ret);
+
+/* One-shot SHA-1 of n bytes into out[EOS_SHA1_LEN]. Returns 0 or -EIO. */
+int eos_sha1(const void *p, size_t n, uint8_t *out);
 
 /* Caller owns *ret; free with eos_sha256_free(). */
 int eos_sha256_new(struct eos_sha256 **ret);

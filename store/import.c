@@ -220,6 +220,7 @@ struct walk_file {
 	dev_t dev;
 	ino_t ino;
 	bool multi;	/* st_nlink > 1: may have further names */
+	bool git_index; /* a work tree's .git/index: staged after the others (import-git.c) */
 	size_t link_to; /* index of the first name of this inode, or SIZE_MAX */
 };
 
@@ -353,6 +354,7 @@ walk_file(struct walk *w, int dfd, const char *name, char **path, const struct s
 		.multi = sb->st_nlink > 1,
 		.link_to = SIZE_MAX,
 	};
+	f->git_index = !f->multi && eos_import_is_git_index(f->path);
 	return 0;
 }
 
@@ -570,7 +572,7 @@ push_files(const struct walk *w, struct eos_import_pool *pool, struct eos_error 
 	if (!order)
 		return eos_import_no_memory(err);
 	for (size_t i = 0; i < w->nfiles; i++)
-		if (w->files[i].link_to == SIZE_MAX)
+		if (w->files[i].link_to == SIZE_MAX && !w->files[i].git_index)
 			order[n++] = (struct size_key){ w->files[i].size, i };
 	qsort(order, n, sizeof(*order), size_key_cmp);
 	for (size_t i = 0; i < n; i++) {
@@ -643,6 +645,31 @@ stage_links(const struct walk *w, struct eos_changeset *cs, struct eos_error *er
 	return 0;
 }
 
+/* The git indexes, once every file they name is staged. */
+static int
+stage_git_indexes(const struct walk *w, struct eos_changeset *cs, int root_fd,
+		  const struct eos_import_options *o, struct eos_import_result *ret,
+		  struct eos_error *err)
+{
+	for (size_t i = 0; i < w->nfiles; i++) {
+		const struct walk_file *f = &w->files[i];
+		uint64_t bytes = 0;
+		size_t refreshed = 0;
+		int r;
+
+		if (!f->git_index)
+			continue;
+		r = eos_import_git_index(cs, root_fd, f->path, f->dev, f->ino, o->keep_git_index,
+					 &bytes, &refreshed, err);
+		if (r < 0)
+			return r;
+		ret->files++;
+		ret->bytes += bytes;
+		ret->git_entries += refreshed;
+	}
+	return 0;
+}
+
 static int
 walk_check(const struct walk *w, struct eos_error *err)
 {
@@ -680,7 +707,8 @@ import_dir_run(struct eos_store *st, const char *src, int root_fd,
 	if ((r = eos_import_begin(st, o, source, &root, &cs, err)) < 0 ||
 	    (r = stage_tree(&w, cs, root_fd, err)) < 0 ||
 	    (r = stage_files(&w, cs, root_fd, o, &progress, ret, err)) < 0 ||
-	    (r = stage_links(&w, cs, err)) < 0)
+	    (r = stage_links(&w, cs, err)) < 0 ||
+	    (r = stage_git_indexes(&w, cs, root_fd, o, ret, err)) < 0)
 		return r;
 	eos_import_progress_phase(&progress, EOS_IMPORT_COMMIT, 0, 0);
 	if ((r = eos_import_commit(cs, ret, err)) < 0)

@@ -158,6 +158,16 @@ int eos_import_open_beneath(int root_fd, const char *path);
  */
 int eos_import_copy_xattrs(struct eos_changeset *cs, const char *path, int fd,
 			   struct eos_error *err);
+/* Whether path is a work tree's git index: ".git/index" or ".../.git/index". */
+bool eos_import_is_git_index(const char *path);
+/*
+ * Stage the git index at path (the regular file dev/ino the walk saw), after every file it
+ * names: its entries' stat data refreshed for the session views unless keep, or when it is not
+ * an index this parser reads (import-git.c). *bytes: its size; *refreshed: entries rewritten.
+ */
+int eos_import_git_index(struct eos_changeset *cs, int root_fd, const char *path, dev_t dev,
+			 ino_t ino, bool keep, uint64_t *bytes, size_t *refreshed,
+			 struct eos_error *err);
 /* Open the change set creating the sandbox (owner "import"). Caller frees *ret. */
 int eos_import_begin(struct eos_store *st, const struct eos_import_options *o, const char *source,
 		     const struct eos_attr *root, struct eos_changeset **ret,

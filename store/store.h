@@ -527,13 +527,21 @@ struct eos_import_options {
 	 */
 	void (*progress)(void *ctx, const struct eos_import_status *s);
 	void *progress_ctx;
+	/*
+	 * Import every work tree's .git/index byte for byte. By default the stat data of the
+	 * entries that still describe the imported files is rewritten to what a session view shows,
+	 * so the first `git status` in a view re-reads none of them (doc/fs.md, "Imported git
+	 * indexes").
+	 */
+	bool keep_git_index;
 };
 
 struct eos_import_result {
 	char sandbox[EOS_SANDBOX_ID_MAX + 1];
 	uint64_t version;
 	uint64_t files, dirs, symlinks, hardlinks, bytes;
-	uint64_t specials; /* fifos and devices */
+	uint64_t specials;    /* fifos and devices */
+	uint64_t git_entries; /* git index entries refreshed for the views (keep_git_index) */
 	/*
 	 * Sockets found and not imported (runtime objects: the store keeps no sockets), by tree
 	 * path in walk order. Owned: release with eos_import_result_release().

@@ -48,12 +48,13 @@ skipped_json(char **paths, size_t n)
 static json_t *
 import_json(const struct eos_import_result *res, double seconds)
 {
-	return json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:f}", "sandbox_id",
+	return json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:f}", "sandbox_id",
 			 res->sandbox, "version", eosd_json_version(res->version), "files",
 			 (json_int_t)res->files, "dirs", (json_int_t)res->dirs, "symlinks",
 			 (json_int_t)res->symlinks, "hardlinks", (json_int_t)res->hardlinks,
 			 "specials", (json_int_t)res->specials, "bytes", (json_int_t)res->bytes,
-			 "skipped", skipped_json(res->skipped, res->nskipped), "seconds", seconds);
+			 "git_index_entries", (json_int_t)res->git_entries, "skipped",
+			 skipped_json(res->skipped, res->nskipped), "seconds", seconds);
 }
 
 struct import_progress {

@@ -93,6 +93,7 @@ INTEGRATION_TESTS = \
 	tests/integration/eos-store-cli.sh \
 	tests/integration/crash-import.sh \
 	tests/integration/fs-sessions.sh \
+	tests/integration/git-import.sh \
 	tests/integration/full-disk.sh \
 	tests/integration/full-view.sh
 TESTS += $(INTEGRATION_TESTS)

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Stage the git indexes of an imported directory with their stat data refreshed for the views
+ * (doc/fs.md, "Imported git indexes"). A git index records, per tracked file, the
+ * stat data of the file it last hashed; git re-reads and re-hashes every file whose inode
+ * number or ctime differs. A session view numbers a lower file after its path and shows its
+ * recorded mtime as its ctime, so an index written on the host matches nothing in a view. For
+ * each entry that still describes the file the import read — the host's stat of it now equals
+ * the entry's, and the host file has the size and mtime the import recorded — the index gets
+ * the stat data a view shows, and the first `git status` in a new session re-reads nothing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/ino.h"
+
+#include "store/changeset.h"
+#include "store/git-index.h"
+#include "store/import.h"
+
+enum {
+	INDEX_MAX = 1 << 30, /* larger indexes are staged as they are */
+	NS = 1000000000,
+};
+
+struct fresh_ctx {
+	struct eos_changeset *cs;
+	int root_fd;
+	const char *top; /* the work tree's path in the import ("" for the root) */
+	char *full;	 /* scratch: top/path */
+	size_t cap;
+};
+
+bool
+eos_import_is_git_index(const char *path)
+{
+	static const char tail[] = "/.git/index";
+	size_t n = strlen(path), t = sizeof(tail) - 1;
+
+	return strcmp(path, tail + 1) == 0 || (n > t && strcmp(path + n - t, tail) == 0);
+}
+
+static const char *
+full_path(struct fresh_ctx *c, const char *path)
+{
+	size_t n = strlen(c->top) + 1 + strlen(path) + 1;
+
+	if (n > c->cap) {
+		char *p = realloc(c->full, n);
+
+		if (!p)
+			return NULL;
+		c->full = p;
+		c->cap = n;
+	}
+	snprintf(c->full, c->cap, "%s%s%s", c->top, *c->top ? "/" : "", path);
+	return c->full;
+}
+
+/* What the import staged at path: its recorded attributes and size; false for other kinds. */
+static bool
+staged(struct fresh_ctx *c, const char *path, uint32_t type, const struct eos_attr **attr,
+       uint64_t *size)
+{
+	const struct eos_op *op = eos_changeset_op(c->cs, path);
+
+	if (!op)
+		return false;
+	*attr = &op->attr;
+	if (op->kind == EOS_OP_PUT_FILE && type == S_IFREG)
+		*size = op->content.size;
+	else if (op->kind == EOS_OP_SYMLINK && type == S_IFLNK && op->target)
+		*size = strlen(op->target);
+	else
+		return false;
+	return true;
+}
+
+/* The host's stat now is the entry's (git would call the file clean) and the import's. */
+static bool
+host_matches(const struct stat *sb, const struct eos_gitidx_stat *rec, const struct eos_attr *attr,
+	     uint64_t size)
+{
+	return sb->st_nlink == 1 && (uint32_t)sb->st_ctim.tv_sec == rec->ctime_s &&
+	       (uint32_t)sb->st_ctim.tv_nsec == rec->ctime_ns &&
+	       (uint32_t)sb->st_mtim.tv_sec == rec->mtime_s &&
+	       (uint32_t)sb->st_mtim.tv_nsec == rec->mtime_ns && (uint32_t)sb->st_ino == rec->ino &&
+	       sb->st_uid == rec->uid && sb->st_gid == rec->gid &&
+	       (uint32_t)sb->st_size == rec->size && (uint64_t)sb->st_size == size &&
+	       eos_import_time_ns(sb->st_mtim.tv_sec, sb->st_mtim.tv_nsec) == attr->mtime_ns;
+}
+
+static bool
+fresh(void *ctx, const char *path, const struct eos_gitidx_stat *rec, struct eos_gitidx_stat *view)
+{
+	struct fresh_ctx *c = ctx;
+	const struct eos_attr *attr;
+	const char *full = full_path(c, path);
+	struct stat sb;
+	uint64_t size;
+
+	if (!full || !staged(c, full, rec->mode & S_IFMT, &attr, &size) || attr->mtime_ns < 0 ||
+	    fstatat(c->root_fd, full, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !host_matches(&sb, rec, attr, size))
+		return false;
+	/* a view shows a lower file's recorded mtime as its ctime too (doc/fs.md) */
+	*view = (struct eos_gitidx_stat){
+		.ctime_s = (uint32_t)(attr->mtime_ns / NS),
+		.ctime_ns = (uint32_t)(attr->mtime_ns % NS),
+		.mtime_s = (uint32_t)(attr->mtime_ns / NS),
+		.mtime_ns = (uint32_t)(attr->mtime_ns % NS),
+		.ino = (uint32_t)eos_ino_derived(full, 0),
+		.mode = rec->mode,
+		.uid = attr->uid,
+		.gid = attr->gid,
+		.size = (uint32_t)size,
+	};
+	return true;
+}
+
+/* Read fd (size bytes) whole. */
+static int
+read_whole(int fd, uint8_t *buf, size_t size)
+{
+	size_t done = 0;
+
+	while (done < size) {
+		ssize_t n = pread(fd, buf + done, size - done, (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EAGAIN; /* shrank meanwhile */
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* The index bytes refreshed for the views, staged at path; *refreshed: entries rewritten. */
+static int
+stage_refreshed(struct eos_changeset *cs, int root_fd, const char *path, int fd,
+		const struct stat *sb, size_t *refreshed, struct eos_error *err)
+{
+	struct fresh_ctx c = { .cs = cs, .root_fd = root_fd };
+	struct eos_attr attr = eos_import_attr_from_stat(sb);
+	cleanup_free uint8_t *buf = malloc(sb->st_size ? (size_t)sb->st_size : 1);
+	cleanup_free char *top = strndup(path, strlen(path) - strlen(".git/index"));
+	int r;
+
+	if (!buf || !top)
+		return eos_import_no_memory(err);
+	if (*top)
+		top[strlen(top) - 1] = '\0'; /* "a/b/" → "a/b" */
+	c.top = top;
+	r = read_whole(fd, buf, (size_t)sb->st_size);
+	if (r < 0)
+		return r == -EAGAIN ? eos_error_set(err, r, "'%s' changed during the import", path)
+				    : eos_import_sys_fail(err, "read", path);
+	/* an index this parser does not read is imported as it is */
+	r = eos_git_index_refresh(buf, (size_t)sb->st_size, fresh, &c, refreshed);
+	free(c.full);
+	if (r == -ENOMEM)
+		return eos_import_no_memory(err);
+	return eos_changeset_put_file_mem(cs, path, &attr, buf, (size_t)sb->st_size, err);
+}
+
+int
+eos_import_git_index(struct eos_changeset *cs, int root_fd, const char *path, dev_t dev, ino_t ino,
+		     bool keep, uint64_t *bytes, size_t *refreshed, struct eos_error *err)
+{
+	cleanup_close int fd = eos_import_open_beneath(root_fd, path);
+	struct stat sb;
+	int r;
+
+	*refreshed = 0;
+	if (fd < 0)
+		return eos_error_set(err, fd, "open '%s': %s", path, strerror(-fd));
+	if (fstat(fd, &sb) < 0)
+		return eos_import_sys_fail(err, "stat", path);
+	if (!S_ISREG(sb.st_mode) || sb.st_dev != dev || sb.st_ino != ino)
+		return eos_error_set(err, -EAGAIN, "'%s' changed during the import", path);
+	*bytes = (uint64_t)sb.st_size;
+	if (keep || sb.st_size > INDEX_MAX) {
+		struct eos_attr attr = eos_import_attr_from_stat(&sb);
+
+		r = eos_changeset_put_file_fd(cs, path, &attr, fd, err);
+	} else {
+		r = stage_refreshed(cs, root_fd, path, fd, &sb, refreshed, err);
+	}
+	return r ?: eos_import_copy_xattrs(cs, path, fd, err);
+}

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Importing a git work tree refreshes its index for the session views (store/import-git.c): the
+# first `git status` in a new session shows what it shows on the host and re-hashes nothing
+# (git then leaves .git/index alone, so the session changes no index), for index versions 2, 3
+# and 4, a SHA-256 repository and a work tree below the import's root. An entry whose file
+# changed after git last hashed it keeps the host's stat data, so git still finds the change.
+# Indexes this importer does not rewrite (a split index, a damaged one, any with
+# --keep-git-index) are imported byte for byte.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/fs-lib.sh"
+
+require_eos_store
+tap_tmpdir
+fs_require
+command -v git >/dev/null || bail_out "git is missing (apt-get install git)"
+
+S=$T/store
+export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t \
+	GIT_COMMITTER_EMAIL=t@example.com GIT_CONFIG_NOSYSTEM=1 HOME=$T
+
+# A work tree at $1 (git init options $2...): four clean tracked files, one tracked file changed
+# after the commit, one untracked. Times are in the past so that no entry is racily clean.
+make_repo() {
+	local dir=$1
+	shift
+	mkdir -p "$dir/dir"
+	git init -q "$@" "$dir" || return 1
+	printf 'alpha\n' >"$dir/a.txt"
+	printf 'beta\n' >"$dir/dir/b.txt"
+	printf '#!/bin/sh\necho hi\n' >"$dir/exe.sh"
+	chmod +x "$dir/exe.sh"
+	ln -s a.txt "$dir/link"
+	printf 'old\n' >"$dir/dirty.txt"
+	find "$dir" -path "$dir/.git" -prune -o -exec touch -h -d '2020-01-01 00:00:00' {} +
+	git -C "$dir" add -A && git -C "$dir" commit -qm one || return 1
+	printf 'new content\n' >"$dir/dirty.txt"
+	touch -d '2020-01-02 00:00:00' "$dir/dirty.txt"
+	printf 'untracked\n' >"$dir/new.txt"
+	git -C "$dir" status --porcelain >"$dir.status"
+}
+
+# Import $2 as sandbox $1; prints the import's JSON document.
+import_json() {
+	eos_store --store "$S" --json import "$2" --sandbox "$1"
+}
+
+# The paths session $2 of sandbox $1 changed, one a line (eos-store must answer: the store is
+# free once the session is unmounted).
+delta_paths() {
+	local doc
+	doc=$(eos_store --store "$S" --json delta --sandbox "$1" "$2") || return 1
+	json_get "'\\n'.join(c['path'] for c in d['changes'])" <<<"$doc"
+}
+
+# Whether the session's changes ($1, from delta_paths) include path $2.
+# shellcheck disable=SC2317 # called through check
+has_path() {
+	grep -qxF "$2" <<<"$1"
+}
+
+# Mount session $2 of sandbox $1 at $T/mnt-$1, run `git status --porcelain` in work tree $3 of
+# it (relative), and compare with the host's status file $4; then check the index untouched.
+check_view_status() {
+	local id=$1 session=$2 sub=$3 want=$4 mnt=$T/mnt-$1
+	fs_mount "$mnt" "$S" "$id" "$session" || {
+		not_ok "$id: the session mounts"
+		return
+	}
+	git -C "$mnt/$sub" status --porcelain >"$T/$id.view-status" 2>"$T/$id.view-err"
+	if cmp -s "$want" "$T/$id.view-status"; then
+		ok "$id: git status in a new session shows what it shows on the host"
+	else
+		not_ok "$id: git status in a new session shows what it shows on the host"
+		diag "host:" "$(cat "$want")" "view:" "$(cat "$T/$id.view-status" "$T/$id.view-err")"
+	fi
+	fs_umount "$mnt" || bail_out "unmounting $mnt failed"
+	changes=$(delta_paths "$id" "$session") || bail_out "eos-store delta of $id/$session failed"
+	check "$id: git found no file to re-hash, so it left the index alone" \
+		not has_path "$changes" "${sub:+$sub/}.git/index"
+}
+
+test_plain() {
+	local doc
+	make_repo "$T/v2" || bail_out "git init failed"
+	doc=$(import_json v2 "$T/v2") || bail_out "import of v2 failed"
+	check "v2: the four clean entries are refreshed, the changed file's is not" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 4
+	check "v2: the index is counted among the imported files" \
+		test "$(json_get 'd["files"]' <<<"$doc")" = "$(find "$T/v2" -type f | wc -l)"
+	check_view_status v2 s1 "" "$T/v2.status"
+	# the head keeps what the import refreshed: every new session finds it
+	check_view_status v2 s2 "" "$T/v2.status"
+}
+
+# The control: files touched after git's last look keep the host's stat data, so git in the
+# view re-hashes them and rewrites the index (what every import did before).
+test_stale() {
+	local doc mnt=$T/mnt-stale
+	make_repo "$T/stale" || bail_out "git init failed"
+	touch -d '2020-01-03 00:00:00' "$T/stale/a.txt" "$T/stale/dir/b.txt"
+	doc=$(import_json stale "$T/stale") || bail_out "import of stale failed"
+	check "stale: entries of files touched after the index are not refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 2
+	fs_mount "$mnt" "$S" stale s1 || bail_out "stale: mount failed"
+	git -C "$mnt" status --porcelain >"$T/stale.view-status"
+	check "stale: git status in the view still shows what it shows on the host" \
+		cmp -s "$T/stale.status" "$T/stale.view-status"
+	fs_umount "$mnt" || bail_out "unmounting $mnt failed"
+	changes=$(delta_paths stale s1) || bail_out "eos-store delta of stale/s1 failed"
+	check "stale: git re-hashed the touched files and rewrote the index" \
+		has_path "$changes" .git/index
+}
+
+test_versions() {
+	local doc
+	make_repo "$T/v3" || bail_out "git init failed"
+	# intent-to-add sets an extended flag, which makes git write version 3
+	printf 'later\n' >"$T/v3/ita.txt"
+	git -C "$T/v3" add -N ita.txt
+	git -C "$T/v3" status --porcelain >"$T/v3.status"
+	check "v3: git wrote an index of version 3" \
+		test "$(od -An -tu1 -j7 -N1 "$T/v3/.git/index" | tr -d ' ')" = 3
+	doc=$(import_json v3 "$T/v3") || bail_out "import of v3 failed"
+	check "v3: the four clean entries are refreshed (not the intent-to-add one)" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 4
+	check_view_status v3 s1 "" "$T/v3.status"
+
+	make_repo "$T/v4" || bail_out "git init failed"
+	git -C "$T/v4" update-index --index-version 4
+	git -C "$T/v4" status --porcelain >"$T/v4.status"
+	doc=$(import_json v4 "$T/v4") || bail_out "import of v4 failed"
+	check "v4: path-compressed entries are refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 4
+	check_view_status v4 s1 "" "$T/v4.status"
+
+	make_repo "$T/sha256" --object-format=sha256 || bail_out "git init (sha256) failed"
+	doc=$(import_json sha256 "$T/sha256") || bail_out "import of sha256 failed"
+	check "sha256: entries with 32-byte object ids are refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 4
+	check_view_status sha256 s1 "" "$T/sha256.status"
+}
+
+test_nested() {
+	local doc
+	mkdir -p "$T/outer"
+	printf 'top\n' >"$T/outer/README"
+	make_repo "$T/outer/sub/repo" || bail_out "git init failed"
+	doc=$(import_json nested "$T/outer") || bail_out "import of outer failed"
+	check "nested: a work tree below the root is refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 4
+	check_view_status nested s1 sub/repo "$T/outer/sub/repo.status"
+}
+
+# The index bytes of sandbox $1 equal the file $2.
+# shellcheck disable=SC2317 # called through check
+index_kept() {
+	eos_store --store "$S" cat --sandbox "$1" .git/index | cmp -s - "$2"
+}
+
+test_kept() {
+	local doc
+	make_repo "$T/split" || bail_out "git init failed"
+	git -C "$T/split" update-index --split-index
+	doc=$(import_json split "$T/split") || bail_out "import of split failed"
+	check "split index: nothing is refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 0
+	check "split index: the index is imported byte for byte" index_kept split "$T/split/.git/index"
+
+	make_repo "$T/keep" || bail_out "git init failed"
+	doc=$(eos_store --store "$S" --json import "$T/keep" --sandbox keep --keep-git-index) ||
+		bail_out "import of keep failed"
+	check "--keep-git-index: nothing is refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 0
+	check "--keep-git-index: the index is imported byte for byte" \
+		index_kept keep "$T/keep/.git/index"
+
+	make_repo "$T/damaged" || bail_out "git init failed"
+	printf 'X' | dd of="$T/damaged/.git/index" bs=1 seek=40 conv=notrunc status=none
+	doc=$(import_json damaged "$T/damaged") || bail_out "import of damaged failed"
+	check "damaged index: nothing is refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 0
+	check "damaged index: the index is imported byte for byte" \
+		index_kept damaged "$T/damaged/.git/index"
+}
+
+test_plain
+test_stale
+test_versions
+test_nested
+test_kept
+rerun_as_test_user "${BASH_SOURCE[0]}"
+tap_done
