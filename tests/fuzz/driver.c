@@ -31,6 +31,7 @@
 #include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/digest.h"
+#include "common/endian.h"
 #include "common/error.h"
 #include "common/path.h"
 
@@ -341,6 +342,54 @@ seeds_paths(struct seeds *s)
 	must(eos_buf_append_str(seed_new(s, 'p'), long_path), "add a seed");
 }
 
+/* One git index entry of version v (stat data, object id, flags, path) after prev. */
+static void
+seed_index_entry(struct eos_buf *b, uint32_t v, const char *path, const char *prev, uint32_t mode)
+{
+	size_t start = b->len, keep = 0, n = strlen(path);
+	uint8_t stat[40] = { 0 }, oid[20];
+
+	eos_put_be32(stat + 24, mode);
+	eos_put_be32(stat + 36, (uint32_t)n);
+	memset(oid, 0xAB, sizeof(oid));
+	must(eos_buf_append(b, stat, sizeof(stat)), "add a seed");
+	must(eos_buf_append(b, oid, sizeof(oid)), "add a seed");
+	must(eos_buf_append_u8(b, 0), "add a seed");
+	must(eos_buf_append_u8(b, (uint8_t)n), "add a seed");
+	if (v == 4) {
+		while (prev[keep] && prev[keep] == path[keep])
+			keep++;
+		must(eos_buf_append_u8(b, (uint8_t)(strlen(prev) - keep)), "add a seed");
+		must(eos_buf_append(b, path + keep, n - keep + 1), "add a seed");
+		return;
+	}
+	must(eos_buf_append(b, path, n), "add a seed");
+	do
+		must(eos_buf_append_u8(b, 0), "add a seed");
+	while ((b->len - start) % 8);
+}
+
+/* Git indexes of versions 2 and 4 without their checksum (the target appends it). */
+static void
+seeds_git_index(struct seeds *s)
+{
+	static const char *const paths[] = { "a.txt", "dir/b", "dir/link" };
+	static const uint8_t tree_ext[] = { 'T', 'R', 'E', 'E', 0, 0, 0, 2, '1', 0 };
+
+	for (uint32_t v = 2; v <= 4; v += 2) {
+		struct eos_buf *b = seed_new(s, 'g');
+		uint8_t h[12] = { 'D', 'I', 'R', 'C' };
+
+		eos_put_be32(h + 4, v);
+		eos_put_be32(h + 8, EOS_ARRAY_SIZE(paths));
+		must(eos_buf_append(b, h, sizeof(h)), "add a seed");
+		for (size_t i = 0; i < EOS_ARRAY_SIZE(paths); i++)
+			seed_index_entry(b, v, paths[i], i ? paths[i - 1] : "",
+					 i == 2 ? 0120000 : 0100644);
+		must(eos_buf_append(b, tree_ext, sizeof(tree_ext)), "add a seed");
+	}
+}
+
 static void
 seeds_build(struct seeds *s)
 {
@@ -352,6 +401,7 @@ seeds_build(struct seeds *s)
 	seeds_blame(s);
 	seeds_reader(s);
 	seeds_paths(s);
+	seeds_git_index(s);
 }
 
 /* --- mutations -------------------------------------------------------------------------------- */

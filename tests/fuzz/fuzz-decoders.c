@@ -15,6 +15,8 @@
  *	'b'  blame record (eos_blame_decode): what decodes encodes and decodes to the same runs
  *	'r'  a program for struct eos_reader: op bytes and operands read from the input itself
  *	'p'  a path (NUL-terminated copy): eos_name_check, eos_path_check, eos_path_normalize
+ *	'g'  a git index without its checksum (the target appends its SHA-1): eos_git_index_refresh,
+ *	     every entry accepted and given new stat data; a second refresh finds nothing to do
  * Any other first byte picks a decoder by its value modulo their number, so every input tests
  * something. No store is opened: these are pure functions.
  *
@@ -42,6 +44,7 @@
 #include "store/codec.h"
 #include "store/content.h"
 #include "store/entry.h"
+#include "store/git-index.h"
 #include "store/sandbox.h"
 #include "store/store.h"
 
@@ -565,6 +568,48 @@ fuzz_path(const uint8_t *p, size_t n)
 	path_check_split(norm);
 }
 
+/* --- git index ---------------------------------------------------------------------------------
+ */
+
+/* Accept every entry, with new stat data derived from the old (idempotent: a second pass keeps it).
+ */
+static bool
+git_fresh(void *ctx, const char *path, const struct eos_gitidx_stat *rec,
+	  struct eos_gitidx_stat *view)
+{
+	(void)ctx;
+	FUZZ_CHECK(*path != '\0');
+	*view = *rec;
+	view->ino = rec->ino | 0x80000000u;
+	view->ctime_s = rec->mtime_s;
+	view->ctime_ns = rec->mtime_ns;
+	return true;
+}
+
+static void
+fuzz_git_index(const uint8_t *p, size_t n)
+{
+	cleanup_free uint8_t *buf = malloc(n + EOS_SHA1_LEN);
+	cleanup_free uint8_t *orig = malloc(n + EOS_SHA1_LEN);
+	size_t refreshed = 0, again = 0;
+	int r;
+
+	FUZZ_CHECK(buf != NULL && orig != NULL);
+	if (n)
+		memcpy(buf, p, n);
+	FUZZ_CHECK(eos_sha1(buf, n, buf + n) == 0);
+	memcpy(orig, buf, n + EOS_SHA1_LEN);
+	r = eos_git_index_refresh(buf, n + EOS_SHA1_LEN, git_fresh, NULL, &refreshed);
+	FUZZ_CHECK(r == 0 || r == -EBADMSG || r == -ENOTSUP);
+	if (r < 0 || refreshed == 0) {
+		FUZZ_CHECK(refreshed == 0 && memcmp(buf, orig, n + EOS_SHA1_LEN) == 0);
+		return;
+	}
+	/* still an index, its checksum right, and now fresh */
+	FUZZ_CHECK(eos_git_index_refresh(buf, n + EOS_SHA1_LEN, git_fresh, NULL, &again) == 0);
+	FUZZ_CHECK(again == 0);
+}
+
 /* --- entry point ------------------------------------------------------------------------------ */
 
 struct fuzz_target {
@@ -576,7 +621,7 @@ static const struct fuzz_target targets[] = {
 	{ 'e', fuzz_entry },	    { 'k', fuzz_entry_key },	    { 'm', fuzz_manifest },
 	{ 'c', fuzz_codec },	    { 'z', fuzz_codec_round_trip }, { 's', fuzz_sandbox_record },
 	{ 'l', fuzz_layer_record }, { 'r', fuzz_reader },	    { 'p', fuzz_path },
-	{ 'b', fuzz_blame },
+	{ 'b', fuzz_blame },	    { 'g', fuzz_git_index },
 };
 
 int
