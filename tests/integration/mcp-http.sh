@@ -86,7 +86,7 @@ mcp_post_unix() {
 # worker and a queue of one (EOSD_TEST_POOL), its worker held by the failpoint gateway.handler
 # (builds with --enable-failpoints, as scripts/setup makes them).
 held_requests() {
-	local st=$T/state-fp sock=$T/fp.sock pid ot i a=$T/ha b=$T/hb first other
+	local st=$T/state-fp sock=$T/fp.sock pid ot i a=$T/ha b=$T/hb first other posts
 	if ! grep -q '^#define EOS_FAILPOINTS 1' "$top_builddir/config.h" 2>/dev/null; then
 		ok "# SKIP /mcp with a held worker: this build has no failpoints (--enable-failpoints)"
 		return
@@ -101,7 +101,9 @@ held_requests() {
 		-X POST http://eosd/v1/observability/ping -d '{}' &
 	check "held: the one worker holds a request" wait_file "$T/go.waiting"
 	mcp_post_unix "$sock" "$ot" "$a" &
+	posts=($!)
 	mcp_post_unix "$sock" "$ot" "$b" &
+	posts+=($!)
 	for ((i = 0; i < 1200; i++)); do
 		[[ -e $a.code || -e $b.code ]] && break
 		sleep 0.05
@@ -127,6 +129,7 @@ held_requests() {
 	touch "$T/go"
 	wait "$pid"
 	check "held: released, eosd exits 0" test "$?" = 0
+	wait "${posts[@]}" # the answer reached curl before eosd exited; its file comes after
 	check "... having answered the queued /mcp request" test "$(cat "$other.code")" = 200
 }
 
