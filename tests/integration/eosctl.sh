@@ -365,7 +365,7 @@ PY
 		"on a terminal, sandbox create draws eosd's progress: files done of the total"
 	check "... a bar at 100%" grep -q '\[################\] 100%' <<<"$out"
 	check "... the phases import and commit" grep -q 'sandbox create: commit' <<<"$out"
-	check "... then the reply, as text" grep -q 'sandbox_id: sbp' <<<"$out"
+	check "... then the reply, as text" grep -Eq 'sandbox_id: +sbp' <<<"$out"
 	run eosctl file write new.txt --content "new" --sandbox sbp
 	expect_rc 0 "a blind write adds a layer to export"
 	run script -qec "$EOSCTL_BIN sandbox export sbp --format patch" /dev/null
