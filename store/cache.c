@@ -6,8 +6,11 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/endian.h"
+
+#include "store/chunk-mem.h"
 
 enum {
 	CACHE_SHARDS = 16,
@@ -24,6 +27,7 @@ struct cache_entry {
 	atomic_uint refs;
 	struct eos_digest digest;
 	uint8_t *data;		   /* owned; pub.data points here */
+	struct eos_chunk_mem *mem; /* where data lives; NULL: malloc() */
 	struct cache_entry *hnext; /* hash chain; protected by the shard mutex */
 	struct cache_entry *prev;  /* LRU list, most recent at head; protected by the shard mutex */
 	struct cache_entry *next;
@@ -41,6 +45,7 @@ struct cache_shard {
 
 struct eos_chunk_cache {
 	size_t capacity;
+	struct eos_chunk_mem *mem; /* the cached chunks' memory (NULL: malloc's) */
 	atomic_uint_fast64_t hits;
 	atomic_uint_fast64_t misses;
 	struct cache_shard shards[CACHE_SHARDS];
@@ -67,7 +72,8 @@ bucket_of(const struct cache_shard *s, uint64_t h)
 static void
 entry_free(struct cache_entry *e)
 {
-	free(e->data);
+	if (!eos_chunk_mem_release(e->mem, e->data, e->pub.len))
+		free(e->data);
 	free(e);
 }
 
@@ -99,6 +105,11 @@ eos_chunk_cache_new(size_t capacity_bytes, struct eos_chunk_cache **ret)
 	if (!c)
 		return -ENOMEM;
 	c->capacity = capacity_bytes;
+	/* room for a full cache and its rounding to pages; without it chunks live in malloc's heap
+	 */
+	if (capacity_bytes > 0 &&
+	    eos_chunk_mem_new(capacity_bytes + capacity_bytes / 8, &c->mem) < 0)
+		c->mem = NULL;
 	atomic_init(&c->hits, 0);
 	atomic_init(&c->misses, 0);
 	for (int i = 0; i < CACHE_SHARDS; i++) {
@@ -133,6 +144,7 @@ eos_chunk_cache_free(struct eos_chunk_cache *c)
 		return;
 	for (int i = 0; i < CACHE_SHARDS; i++)
 		shard_release(&c->shards[i]);
+	eos_chunk_mem_unref(c->mem); /* unmapped once chunks still read are unref'd */
 	free(c);
 }
 
@@ -293,6 +305,21 @@ shard_insert(struct cache_shard *s, struct cache_entry *e, uint64_t h)
 	return e;
 }
 
+/* Move a chunk the cache keeps into its pool (one copy), away from malloc's short-lived buffers. */
+static void
+entry_to_pool(struct eos_chunk_cache *c, struct cache_entry *e)
+{
+	uint8_t *p = eos_chunk_mem_alloc(c->mem, e->pub.len);
+
+	if (!p)
+		return;
+	memcpy(p, e->data, e->pub.len);
+	free(e->data);
+	e->data = p;
+	e->pub.data = p;
+	e->mem = c->mem;
+}
+
 int
 eos_chunk_cache_put(struct eos_chunk_cache *c, const struct eos_digest *d, uint8_t *data,
 		    size_t len, struct eos_cached_chunk **ret)
@@ -306,8 +333,10 @@ eos_chunk_cache_put(struct eos_chunk_cache *c, const struct eos_digest *d, uint8
 		return -ENOMEM;
 	}
 	/* Chunks larger than a shard are handed back uncached rather than flushing the shard. */
-	if (c->capacity > 0 && len <= s->capacity)
+	if (c->capacity > 0 && len <= s->capacity) {
+		entry_to_pool(c, e);
 		e = shard_insert(s, e, h);
+	}
 	*ret = &e->pub;
 	return 0;
 }

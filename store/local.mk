@@ -6,7 +6,7 @@ store_libeos_store_a_SOURCES = \
 	store/kv.h store/kv.c store/kv-scan.c store/kv-wal.c \
 	store/codec.h store/codec.c \
 	store/chunker.h store/chunker.c \
-	store/cache.h store/cache.c \
+	store/cache.h store/cache.c store/chunk-mem.h store/chunk-mem.c \
 	store/content.h store/content.c store/file.c \
 	store/entry.h store/entry.c store/kind.c store/read.c \
 	store/sandbox.h store/sandbox.c store/layer.c store/lease.c \

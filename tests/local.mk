@@ -16,6 +16,7 @@ UNIT_TESTS = \
 	tests/unit/test-codec \
 	tests/unit/test-chunker \
 	tests/unit/test-cache \
+	tests/unit/test-chunk-mem \
 	tests/unit/test-content \
 	tests/unit/test-entry \
 	tests/unit/test-sandbox \
@@ -55,6 +56,9 @@ tests_unit_test_chunker_LDADD = $(TEST_LDADD)
 tests_unit_test_cache_SOURCES = tests/unit/test-cache.c
 tests_unit_test_cache_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_cache_LDADD = $(TEST_LDADD)
+tests_unit_test_chunk_mem_SOURCES = tests/unit/test-chunk-mem.c
+tests_unit_test_chunk_mem_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_chunk_mem_LDADD = $(TEST_LDADD)
 tests_unit_test_content_SOURCES = tests/unit/test-content.c
 tests_unit_test_content_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_content_LDADD = $(TEST_LDADD)

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+#include "store/chunk-mem.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+enum {
+	PAGE = 4096,
+	CLASSES = 64,		/* blocks of 1..64 pages: a chunk is at most 256 KiB */
+	HUGE = 2 * 1024 * 1024, /* the reservation is aligned to a huge page */
+};
+
+/* A free block: its first bytes link it into the list of its size. */
+struct free_block {
+	struct free_block *next;
+};
+
+struct eos_chunk_mem {
+	pthread_mutex_t lock;
+	uint8_t *base, *end;		      /* the reservation */
+	uint8_t *tail;			      /* never used from here on */
+	struct free_block *free[CLASSES + 1]; /* by size in pages */
+	size_t live;			      /* blocks handed out */
+	bool closed;			      /* unref'd: unmap after the last release */
+};
+
+static size_t
+pages_of(size_t len)
+{
+	return (len + PAGE - 1) / PAGE;
+}
+
+int
+eos_chunk_mem_new(size_t bytes, struct eos_chunk_mem **ret)
+{
+	struct eos_chunk_mem *m = calloc(1, sizeof(*m));
+	size_t len = (bytes + HUGE - 1) / HUGE * HUGE;
+	void *p;
+
+	if (!m || len == 0)
+		return free(m), -ENOMEM;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+		 0);
+	if (p == MAP_FAILED)
+		return free(m), -ENOMEM;
+	/* fewer, larger page faults; a kernel without transparent huge pages ignores it */
+	(void)madvise(p, len, MADV_HUGEPAGE);
+	pthread_mutex_init(&m->lock, NULL);
+	m->base = m->tail = p;
+	m->end = m->base + len;
+	*ret = m;
+	return 0;
+}
+
+static void
+destroy(struct eos_chunk_mem *m)
+{
+	munmap(m->base, (size_t)(m->end - m->base));
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+void
+eos_chunk_mem_unref(struct eos_chunk_mem *m)
+{
+	bool last;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->closed = true;
+	last = m->live == 0;
+	pthread_mutex_unlock(&m->lock);
+	if (last)
+		destroy(m);
+}
+
+static void
+push(struct eos_chunk_mem *m, uint8_t *p, size_t pages)
+{
+	struct free_block *b = (struct free_block *)p;
+
+	b->next = m->free[pages];
+	m->free[pages] = b;
+}
+
+/* A block of exactly pages pages: from its list, the tail, or split off a larger one. Locked. */
+static uint8_t *
+take(struct eos_chunk_mem *m, size_t pages)
+{
+	struct free_block *b = m->free[pages];
+
+	if (b) {
+		m->free[pages] = b->next;
+		return (uint8_t *)b;
+	}
+	if ((size_t)(m->end - m->tail) >= pages * PAGE) {
+		uint8_t *p = m->tail;
+
+		m->tail += pages * PAGE;
+		return p;
+	}
+	for (size_t k = pages + 1; k <= CLASSES; k++) {
+		if (!(b = m->free[k]))
+			continue;
+		m->free[k] = b->next;
+		push(m, (uint8_t *)b + pages * PAGE, k - pages);
+		return (uint8_t *)b;
+	}
+	return NULL;
+}
+
+void *
+eos_chunk_mem_alloc(struct eos_chunk_mem *m, size_t len)
+{
+	size_t pages = pages_of(len);
+	uint8_t *p;
+
+	if (!m || pages == 0 || pages > CLASSES)
+		return NULL;
+	pthread_mutex_lock(&m->lock);
+	p = m->closed ? NULL : take(m, pages);
+	if (p)
+		m->live++;
+	pthread_mutex_unlock(&m->lock);
+	return p;
+}
+
+bool
+eos_chunk_mem_release(struct eos_chunk_mem *m, void *p, size_t len)
+{
+	bool last;
+
+	if (!m || (uint8_t *)p < m->base || (uint8_t *)p >= m->end)
+		return false;
+	pthread_mutex_lock(&m->lock);
+	push(m, p, pages_of(len));
+	m->live--;
+	last = m->closed && m->live == 0;
+	pthread_mutex_unlock(&m->lock);
+	if (last)
+		destroy(m);
+	return true;
+}
