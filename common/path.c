@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/cleanup.h"
@@ -176,5 +177,22 @@ eos_rm_rf(const char *path)
 {
 	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
 		return eos_neg_errno();
+	return 0;
+}
+
+int
+eos_pread_all(int fd, void *buf, size_t len)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENODATA;
+		done += (size_t)n;
+	}
 	return 0;
 }

@@ -53,3 +53,8 @@ int eos_mkdir_parents(const char *path, unsigned mode, bool self);
  * missing path is not an error. 0 or the first -errno.
  */
 int eos_rm_rf(const char *path);
+/*
+ * Host files: read exactly len bytes of fd from offset 0 into buf. 0, -errno, or -ENODATA when
+ * the file ends first (it shrank since its size was taken).
+ */
+int eos_pread_all(int fd, void *buf, size_t len);

@@ -153,6 +153,12 @@ read_path(struct index_reader *rd, size_t entry, size_t *at)
 	return rd->path_len ? 0 : -EBADMSG;
 }
 
+static uint16_t
+get_be16(const uint8_t *p)
+{
+	return (uint16_t)((p[0] << 8) | p[1]);
+}
+
 static void
 stat_get(const uint8_t *p, struct eos_gitidx_stat *s)
 {
@@ -205,12 +211,12 @@ refresh_entry(struct index_reader *rd, size_t *at, eos_gitidx_fresh_fn fresh, vo
 	if (pos + 2 > rd->end)
 		return -EBADMSG;
 	stat_get(rd->buf + entry, &rec);
-	flags = (uint16_t)((rd->buf[pos] << 8) | rd->buf[pos + 1]);
+	flags = get_be16(rd->buf + pos);
 	pos += 2;
 	if (flags & FLAG_EXTENDED) {
 		if (rd->version < 3 || pos + 2 > rd->end)
 			return -EBADMSG;
-		xflags = (uint16_t)((rd->buf[pos] << 8) | rd->buf[pos + 1]);
+		xflags = get_be16(rd->buf + pos);
 		pos += 2;
 	}
 	r = read_path(rd, entry, &pos);

@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +18,7 @@
 
 #include "common/cleanup.h"
 #include "common/ino.h"
+#include "common/path.h"
 
 #include "store/changeset.h"
 #include "store/git-index.h"
@@ -33,8 +33,6 @@ struct fresh_ctx {
 	struct eos_changeset *cs;
 	int root_fd;
 	const char *top; /* the work tree's path in the import ("" for the root) */
-	char *full;	 /* scratch: top/path */
-	size_t cap;
 };
 
 bool
@@ -44,23 +42,6 @@ eos_import_is_git_index(const char *path)
 	size_t n = strlen(path), t = sizeof(tail) - 1;
 
 	return strcmp(path, tail + 1) == 0 || (n > t && strcmp(path + n - t, tail) == 0);
-}
-
-static const char *
-full_path(struct fresh_ctx *c, const char *path)
-{
-	size_t n = strlen(c->top) + 1 + strlen(path) + 1;
-
-	if (n > c->cap) {
-		char *p = realloc(c->full, n);
-
-		if (!p)
-			return NULL;
-		c->full = p;
-		c->cap = n;
-	}
-	snprintf(c->full, c->cap, "%s%s%s", c->top, *c->top ? "/" : "", path);
-	return c->full;
 }
 
 /* What the import staged at path: its recorded attributes and size; false for other kinds. */
@@ -101,11 +82,12 @@ fresh(void *ctx, const char *path, const struct eos_gitidx_stat *rec, struct eos
 {
 	struct fresh_ctx *c = ctx;
 	const struct eos_attr *attr;
-	const char *full = full_path(c, path);
+	cleanup_free char *full = NULL;
 	struct stat sb;
 	uint64_t size;
 
-	if (!full || !staged(c, full, rec->mode & S_IFMT, &attr, &size) || attr->mtime_ns < 0 ||
+	if (eos_path_join(c->top, path, &full) < 0 ||
+	    !staged(c, full, rec->mode & S_IFMT, &attr, &size) || attr->mtime_ns < 0 ||
 	    fstatat(c->root_fd, full, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !host_matches(&sb, rec, attr, size))
 		return false;
@@ -124,24 +106,6 @@ fresh(void *ctx, const char *path, const struct eos_gitidx_stat *rec, struct eos
 	return true;
 }
 
-/* Read fd (size bytes) whole. */
-static int
-read_whole(int fd, uint8_t *buf, size_t size)
-{
-	size_t done = 0;
-
-	while (done < size) {
-		ssize_t n = pread(fd, buf + done, size - done, (off_t)done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EAGAIN; /* shrank meanwhile */
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /* The index bytes refreshed for the views, staged at path; *refreshed: entries rewritten. */
 static int
 stage_refreshed(struct eos_changeset *cs, int root_fd, const char *path, int fd,
@@ -158,13 +122,13 @@ stage_refreshed(struct eos_changeset *cs, int root_fd, const char *path, int fd,
 	if (*top)
 		top[strlen(top) - 1] = '\0'; /* "a/b/" → "a/b" */
 	c.top = top;
-	r = read_whole(fd, buf, (size_t)sb->st_size);
+	r = eos_pread_all(fd, buf, (size_t)sb->st_size);
+	if (r == -ENODATA)
+		return eos_error_set(err, -EAGAIN, "'%s' changed during the import", path);
 	if (r < 0)
-		return r == -EAGAIN ? eos_error_set(err, r, "'%s' changed during the import", path)
-				    : eos_import_sys_fail(err, "read", path);
+		return eos_error_set(err, r, "read '%s': %s", path, strerror(-r));
 	/* an index this parser does not read is imported as it is */
 	r = eos_git_index_refresh(buf, (size_t)sb->st_size, fresh, &c, refreshed);
-	free(c.full);
 	if (r == -ENOMEM)
 		return eos_import_no_memory(err);
 	return eos_changeset_put_file_mem(cs, path, &attr, buf, (size_t)sb->st_size, err);
@@ -174,17 +138,14 @@ int
 eos_import_git_index(struct eos_changeset *cs, int root_fd, const char *path, dev_t dev, ino_t ino,
 		     bool keep, uint64_t *bytes, size_t *refreshed, struct eos_error *err)
 {
-	cleanup_close int fd = eos_import_open_beneath(root_fd, path);
+	cleanup_close int fd = -1;
 	struct stat sb;
 	int r;
 
 	*refreshed = 0;
-	if (fd < 0)
-		return eos_error_set(err, fd, "open '%s': %s", path, strerror(-fd));
-	if (fstat(fd, &sb) < 0)
-		return eos_import_sys_fail(err, "stat", path);
-	if (!S_ISREG(sb.st_mode) || sb.st_dev != dev || sb.st_ino != ino)
-		return eos_error_set(err, -EAGAIN, "'%s' changed during the import", path);
+	r = eos_import_open_seen(root_fd, path, dev, ino, &fd, &sb, err);
+	if (r < 0)
+		return r;
 	*bytes = (uint64_t)sb.st_size;
 	if (keep || sb.st_size > INDEX_MAX) {
 		struct eos_attr attr = eos_import_attr_from_stat(&sb);

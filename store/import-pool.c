@@ -216,13 +216,9 @@ pool_run_path(struct eos_import_pool *pool, const struct eos_import_job *job, ui
 	struct stat sb;
 	int r;
 
-	fd = eos_import_open_beneath(pool->root_fd, job->path);
-	if (fd < 0)
-		return eos_error_set(err, fd, "open '%s': %s", job->path, strerror(-fd));
-	if (fstat(fd, &sb) < 0)
-		return eos_import_sys_fail(err, "stat", job->path);
-	if (!S_ISREG(sb.st_mode) || sb.st_dev != job->dev || sb.st_ino != job->ino)
-		return eos_error_set(err, -EAGAIN, "'%s' changed during the import", job->path);
+	r = eos_import_open_seen(pool->root_fd, job->path, job->dev, job->ino, &fd, &sb, err);
+	if (r < 0)
+		return r;
 	attr = eos_import_attr_from_stat(&sb);
 	*bytes = (uint64_t)sb.st_size;
 	r = eos_changeset_put_file_fd(pool->cs, job->path, &attr, fd, err);

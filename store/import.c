@@ -102,6 +102,22 @@ enum {
 	XATTR_LIST_MAX_BYTES = 65536,
 };
 
+int
+eos_import_open_seen(int root_fd, const char *path, dev_t dev, ino_t ino, int *ret_fd,
+		     struct stat *sb, struct eos_error *err)
+{
+	cleanup_close int fd = eos_import_open_beneath(root_fd, path);
+
+	if (fd < 0)
+		return eos_error_set(err, fd, "open '%s': %s", path, strerror(-fd));
+	if (fstat(fd, sb) < 0)
+		return eos_import_sys_fail(err, "stat", path);
+	if (!S_ISREG(sb->st_mode) || sb->st_dev != dev || sb->st_ino != ino)
+		return eos_error_set(err, -EAGAIN, "'%s' changed during the import", path);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
 static int
 copy_one_xattr(struct eos_changeset *cs, const char *path, int fd, const char *name,
 	       struct eos_error *err)

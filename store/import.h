@@ -153,6 +153,13 @@ struct eos_attr eos_import_attr_from_stat(const struct stat *sb);
  */
 int eos_import_open_beneath(int root_fd, const char *path);
 /*
+ * Open path below root_fd as eos_import_open_beneath() does and fstat it into *sb; it must
+ * still be the regular file dev/ino the walk saw, else -EAGAIN "… changed during the import".
+ * *ret_fd: the fd (caller closes it). 0 or -errno with err set.
+ */
+int eos_import_open_seen(int root_fd, const char *path, dev_t dev, ino_t ino, int *ret_fd,
+			 struct stat *sb, struct eos_error *err);
+/*
  * Stage the user.* extended attributes of the open file fd as xattrs of path in cs (other
  * namespaces are not shown by session views). A filesystem without xattrs gives none.
  */

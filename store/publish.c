@@ -478,7 +478,7 @@ eos_pub_read_path(const char *path, size_t max, uint8_t **ret, size_t *ret_len,
 	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	cleanup_free uint8_t *buf = NULL;
 	struct stat sb;
-	ssize_t n;
+	int r;
 
 	if (fd < 0 || fstat(fd, &sb) < 0)
 		return eos_error_set(err, eos_neg_errno(), "open '%s': %m", path);
@@ -489,13 +489,11 @@ eos_pub_read_path(const char *path, size_t max, uint8_t **ret, size_t *ret_len,
 	buf = malloc(sb.st_size ? (size_t)sb.st_size : 1);
 	if (!buf)
 		return eos_error_set(err, -ENOMEM, "read '%s': out of memory", path);
-	for (size_t off = 0; off < (size_t)sb.st_size; off += (size_t)n) {
-		n = pread(fd, buf + off, (size_t)sb.st_size - off, (off_t)off);
-		if (n < 0)
-			return eos_error_set(err, eos_neg_errno(), "read '%s': %m", path);
-		if (n == 0)
-			return eos_error_set(err, -EIO, "'%s' shrank while being read", path);
-	}
+	r = eos_pread_all(fd, buf, (size_t)sb.st_size);
+	if (r == -ENODATA)
+		return eos_error_set(err, -EIO, "'%s' shrank while being read", path);
+	if (r < 0)
+		return eos_error_set(err, r, "read '%s': %s", path, strerror(-r));
 	*ret = TAKE_PTR(buf);
 	*ret_len = (size_t)sb.st_size;
 	return 0;
