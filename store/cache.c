@@ -305,12 +305,40 @@ shard_insert(struct cache_shard *s, struct cache_entry *e, uint64_t h)
 	return e;
 }
 
+/* Whether the cache keeps a chunk of len bytes (else a put hands it back uncached). */
+static bool
+keeps(const struct eos_chunk_cache *c, const struct cache_shard *s, size_t len)
+{
+	return c->capacity > 0 && len <= s->capacity;
+}
+
+uint8_t *
+eos_chunk_cache_alloc(struct eos_chunk_cache *c, size_t len)
+{
+	uint8_t *p = NULL;
+
+	/* every shard has the same capacity */
+	if (keeps(c, &c->shards[0], len))
+		p = eos_chunk_mem_alloc(c->mem, len);
+	return p ? p : malloc(len ? len : 1);
+}
+
+void
+eos_chunk_cache_free_data(struct eos_chunk_cache *c, uint8_t *data, size_t len)
+{
+	if (!eos_chunk_mem_release(c->mem, data, len))
+		free(data);
+}
+
 /* Move a chunk the cache keeps into its pool (one copy), away from malloc's short-lived buffers. */
 static void
 entry_to_pool(struct eos_chunk_cache *c, struct cache_entry *e)
 {
-	uint8_t *p = eos_chunk_mem_alloc(c->mem, e->pub.len);
+	uint8_t *p;
 
+	if (eos_chunk_mem_owns(c->mem, e->data))
+		return; /* eos_chunk_cache_alloc() put it there */
+	p = eos_chunk_mem_alloc(c->mem, e->pub.len);
 	if (!p)
 		return;
 	memcpy(p, e->data, e->pub.len);
@@ -329,11 +357,13 @@ eos_chunk_cache_put(struct eos_chunk_cache *c, const struct eos_digest *d, uint8
 	struct cache_entry *e = entry_new(d, data, len);
 
 	if (!e) {
-		free(data);
+		eos_chunk_cache_free_data(c, data, len);
 		return -ENOMEM;
 	}
+	if (eos_chunk_mem_owns(c->mem, data))
+		e->mem = c->mem;
 	/* Chunks larger than a shard are handed back uncached rather than flushing the shard. */
-	if (c->capacity > 0 && len <= s->capacity) {
+	if (keeps(c, s, len)) {
 		entry_to_pool(c, e);
 		e = shard_insert(s, e, h);
 	}

@@ -27,9 +27,16 @@ void eos_chunk_cache_free(struct eos_chunk_cache *c);
 int eos_chunk_cache_get(struct eos_chunk_cache *c, const struct eos_digest *d,
 			struct eos_cached_chunk **ret);
 /*
- * Insert data (ownership of the malloc()ed buffer passes to the cache, even on failure) and
- * return a new reference in *ret. If d is present already, data is freed and the cached copy
- * returned.
+ * Memory for a chunk of len bytes about to be put: in the cache's pool when the cache would keep
+ * it (a put then copies nothing), else malloc()'s. NULL when out of memory. Give it back with
+ * eos_chunk_cache_free_data() if it is not put.
+ */
+uint8_t *eos_chunk_cache_alloc(struct eos_chunk_cache *c, size_t len);
+void eos_chunk_cache_free_data(struct eos_chunk_cache *c, uint8_t *data, size_t len);
+/*
+ * Insert data (from malloc() or eos_chunk_cache_alloc(); ownership passes to the cache, even on
+ * failure) and return a new reference in *ret. If d is present already, data is freed and the
+ * cached copy returned.
  */
 int eos_chunk_cache_put(struct eos_chunk_cache *c, const struct eos_digest *d, uint8_t *data,
 			size_t len, struct eos_cached_chunk **ret);

@@ -130,11 +130,17 @@ eos_chunk_mem_alloc(struct eos_chunk_mem *m, size_t len)
 }
 
 bool
+eos_chunk_mem_owns(const struct eos_chunk_mem *m, const void *p)
+{
+	return m && (const uint8_t *)p >= m->base && (const uint8_t *)p < m->end;
+}
+
+bool
 eos_chunk_mem_release(struct eos_chunk_mem *m, void *p, size_t len)
 {
 	bool last;
 
-	if (!m || (uint8_t *)p < m->base || (uint8_t *)p >= m->end)
+	if (!eos_chunk_mem_owns(m, p))
 		return false;
 	pthread_mutex_lock(&m->lock);
 	push(m, p, pages_of(len));

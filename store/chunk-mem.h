@@ -24,5 +24,7 @@ int eos_chunk_mem_new(size_t bytes, struct eos_chunk_mem **ret);
 void eos_chunk_mem_unref(struct eos_chunk_mem *m);
 /* A block of at least len bytes, or NULL (too large, or no room): use malloc() then. */
 void *eos_chunk_mem_alloc(struct eos_chunk_mem *m, size_t len);
+/* Whether p lies in the pool (NULL-safe). */
+bool eos_chunk_mem_owns(const struct eos_chunk_mem *m, const void *p);
 /* Return p (of len bytes) to the pool if it is the pool's; false: it is malloc()'s. */
 bool eos_chunk_mem_release(struct eos_chunk_mem *m, void *p, size_t len);

@@ -176,34 +176,47 @@ bad_chunk(struct eos_error *err, const struct eos_digest *d, const char *what)
 	return eos_error_set(err, -EBADMSG, "chunk '%s': %s", hex, what);
 }
 
-/* Decompress a zstd payload of exactly raw_len bytes into out->data; 0 or -EBADMSG/-ENOMEM. */
+/*
+ * A frame's raw length, checked against its payload before anything is allocated: a corrupt
+ * size must not allocate more than the payload can expand to. Each zstd block yields at most
+ * ZSTD_BLOCKSIZE_MAX bytes and has a 3-byte header (RFC 8878), so 20 bytes cannot claim 4 GiB.
+ */
 static int
-decompress_payload(const uint8_t *p, size_t n, uint32_t raw_len, struct eos_buf *out,
+checked_len(const uint8_t *f, size_t n, enum eos_codec_id *ret_codec, uint32_t *ret_len,
+	    const char **ret_what)
+{
+	int r = parse_header(f, n, ret_codec, ret_len, ret_what);
+
+	if (r < 0)
+		return r;
+	n -= EOS_CODEC_HEADER_LEN;
+	if (*ret_codec == EOS_CODEC_RAW && n != *ret_len) {
+		*ret_what = "raw payload length does not match the header";
+		return -EBADMSG;
+	}
+	if (*ret_codec == EOS_CODEC_ZSTD && *ret_len / ZSTD_BLOCKSIZE_MAX > n / 3) {
+		*ret_what = "zstd frame too short for its size";
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* Decompress a zstd payload of exactly raw_len bytes into dst; 0 or -EBADMSG/-ENOMEM. */
+static int
+decompress_payload(const uint8_t *p, size_t n, uint32_t raw_len, uint8_t *dst,
 		   const char **ret_what)
 {
 	ZSTD_DCtx *dctx = thread_dctx();
-	unsigned long long content = ZSTD_getFrameContentSize(p, n);
 	size_t z;
 
 	if (!dctx)
 		return -ENOMEM;
-	/* The encoder always records the content size: it bounds the allocation below. */
-	if (content != raw_len) {
+	/* The encoder always records the content size. */
+	if (ZSTD_getFrameContentSize(p, n) != raw_len) {
 		*ret_what = "zstd frame size does not match the header";
 		return -EBADMSG;
 	}
-	/*
-	 * A corrupt size (header and frame alike) must not allocate more than the payload can
-	 * expand to: each zstd block yields at most ZSTD_BLOCKSIZE_MAX bytes and has a 3-byte
-	 * header (RFC 8878), so 20 bytes cannot claim 4 GiB.
-	 */
-	if (raw_len / ZSTD_BLOCKSIZE_MAX > n / 3) {
-		*ret_what = "zstd frame too short for its size";
-		return -EBADMSG;
-	}
-	if (eos_buf_reserve(out, raw_len) < 0)
-		return -ENOMEM;
-	z = ZSTD_decompressDCtx(dctx, out->data, raw_len, p, n);
+	z = ZSTD_decompressDCtx(dctx, dst, raw_len, p, n);
 	if (ZSTD_isError(z)) {
 		*ret_what = ZSTD_getErrorName(z);
 		return -EBADMSG;
@@ -215,47 +228,23 @@ decompress_payload(const uint8_t *p, size_t n, uint32_t raw_len, struct eos_buf 
 	return 0;
 }
 
+/* Decode frame f (its length checked by checked_len) into dst and verify its digest. */
 static int
-decode_payload(enum eos_codec_id codec, const uint8_t *p, size_t n, uint32_t raw_len,
-	       struct eos_buf *out, const char **ret_what)
-{
-	switch (codec) {
-	case EOS_CODEC_RAW:
-		if (n != raw_len) {
-			*ret_what = "raw payload length does not match the header";
-			return -EBADMSG;
-		}
-		if (eos_buf_reserve(out, n) < 0)
-			return -ENOMEM;
-		if (n)
-			memcpy(out->data, p, n);
-		return 0;
-	case EOS_CODEC_ZSTD:
-		return decompress_payload(p, n, raw_len, out, ret_what);
-	}
-	*ret_what = "unknown codec";
-	return -EBADMSG;
-}
-
-static int
-decode_verify(const uint8_t *f, size_t n, const struct eos_digest *expect, struct eos_buf *out,
-	      const char **ret_what)
+decode_verify(const uint8_t *f, size_t n, enum eos_codec_id codec, uint32_t raw_len,
+	      const struct eos_digest *expect, uint8_t *dst, const char **ret_what)
 {
 	struct eos_digest got;
-	enum eos_codec_id codec;
-	uint32_t raw_len;
-	int r;
+	int r = 0;
 
-	r = parse_header(f, n, &codec, &raw_len, ret_what);
+	f += EOS_CODEC_HEADER_LEN;
+	n -= EOS_CODEC_HEADER_LEN;
+	if (codec == EOS_CODEC_ZSTD)
+		r = decompress_payload(f, n, raw_len, dst, ret_what);
+	else if (raw_len)
+		memcpy(dst, f, raw_len);
 	if (r < 0)
 		return r;
-	r = decode_payload(codec, f + EOS_CODEC_HEADER_LEN, n - EOS_CODEC_HEADER_LEN, raw_len, out,
-			   ret_what);
-	if (r < 0)
-		return r;
-	out->len = raw_len;
-	out->data[raw_len] = '\0';
-	r = eos_sha256(out->data, raw_len, &got);
+	r = eos_sha256(dst, raw_len, &got);
 	if (r < 0) {
 		*ret_what = "cannot compute sha-256";
 		return r;
@@ -267,21 +256,62 @@ decode_verify(const uint8_t *f, size_t n, const struct eos_digest *expect, struc
 	return 0;
 }
 
-int
-eos_codec_decode(const void *frame, size_t n, const struct eos_digest *expect, struct eos_buf *out,
-		 struct eos_error *err)
+static int
+decode_failed(struct eos_error *err, const struct eos_digest *expect, int r, const char *what)
 {
-	const char *what = "out of memory";
 	char hex[EOS_DIGEST_HEX_LEN + 1];
-	int r;
 
-	eos_buf_truncate(out, 0);
-	r = decode_verify(frame, n, expect, out, &what);
-	if (r == 0)
-		return 0;
-	eos_buf_truncate(out, 0);
 	if (r == -EBADMSG)
 		return bad_chunk(err, expect, what);
 	eos_digest_hex(expect, hex);
 	return eos_error_set(err, r, "chunk '%s': %s", hex, what);
+}
+
+int
+eos_codec_decoded_len(const void *frame, size_t n, const struct eos_digest *expect, uint32_t *ret,
+		      struct eos_error *err)
+{
+	enum eos_codec_id codec;
+	const char *what;
+	int r = checked_len(frame, n, &codec, ret, &what);
+
+	return r < 0 ? decode_failed(err, expect, r, what) : 0;
+}
+
+int
+eos_codec_decode_into(const void *frame, size_t n, const struct eos_digest *expect, void *dst,
+		      uint32_t len, struct eos_error *err)
+{
+	enum eos_codec_id codec;
+	const char *what = "out of memory";
+	uint32_t raw_len;
+	int r = checked_len(frame, n, &codec, &raw_len, &what);
+
+	if (r == 0 && raw_len != len) {
+		what = "raw length does not match the buffer";
+		r = -EBADMSG;
+	}
+	if (r == 0)
+		r = decode_verify(frame, n, codec, raw_len, expect, dst, &what);
+	return r < 0 ? decode_failed(err, expect, r, what) : 0;
+}
+
+int
+eos_codec_decode(const void *frame, size_t n, const struct eos_digest *expect, struct eos_buf *out,
+		 struct eos_error *err)
+{
+	uint32_t len;
+	int r;
+
+	eos_buf_truncate(out, 0);
+	r = eos_codec_decoded_len(frame, n, expect, &len, err);
+	if (r == 0 && eos_buf_reserve(out, len) < 0)
+		r = decode_failed(err, expect, -ENOMEM, "out of memory");
+	if (r == 0)
+		r = eos_codec_decode_into(frame, n, expect, out->data, len, err);
+	if (r < 0)
+		return r;
+	out->len = len;
+	out->data[len] = '\0';
+	return 0;
 }

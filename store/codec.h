@@ -46,5 +46,16 @@ int eos_codec_encode(const void *raw, size_t n, int level, struct eos_buf *out);
 int eos_codec_decode(const void *frame, size_t n, const struct eos_digest *expect,
 		     struct eos_buf *out, struct eos_error *err);
 
+/*
+ * eos_codec_decode() in two steps, for a caller that decodes into memory of its own: the raw
+ * length, checked against the frame (a corrupt size is refused before anything is allocated),
+ * then the decode into dst of exactly that many bytes, verified against expect. Errors as
+ * eos_codec_decode(); dst's bytes are undefined after an error.
+ */
+int eos_codec_decoded_len(const void *frame, size_t n, const struct eos_digest *expect,
+			  uint32_t *ret, struct eos_error *err);
+int eos_codec_decode_into(const void *frame, size_t n, const struct eos_digest *expect, void *dst,
+			  uint32_t len, struct eos_error *err);
+
 /* Raw length recorded in a frame header; -EBADMSG for a malformed header. */
 int eos_codec_raw_len(const void *frame, size_t n, uint32_t *ret);

@@ -476,28 +476,53 @@ eos_manifest_read(struct eos_store *st, const struct eos_digest *d, struct eos_m
 
 /* --- chunks ----------------------------------------------------------------------------------- */
 
+struct chunk_decode {
+	struct eos_chunk_cache *cache;
+	const struct eos_digest *d;
+	uint8_t *data; /* from the cache's allocator, decoded and verified */
+	uint32_t len;
+	bool found; /* decode_pinned() ran: its errors are worded already */
+	struct eos_error *err;
+};
+
+/* Decode a chunk's frame, still pinned by RocksDB, straight into the memory the cache keeps. */
+static int
+decode_pinned(void *ctx, const void *frame, size_t n)
+{
+	struct chunk_decode *c = ctx;
+	int r = eos_codec_decoded_len(frame, n, c->d, &c->len, c->err);
+
+	c->found = true;
+	if (r < 0)
+		return r;
+	c->data = eos_chunk_cache_alloc(c->cache, c->len);
+	if (!c->data)
+		return eos_error_set(c->err, -ENOMEM, "chunk '%s': out of memory", hexd(c->d).s);
+	r = eos_codec_decode_into(frame, n, c->d, c->data, c->len, c->err);
+	if (r < 0) {
+		eos_chunk_cache_free_data(c->cache, c->data, c->len);
+		c->data = NULL;
+	}
+	return r;
+}
+
 int
 eos_chunk_read(struct eos_store *st, const struct eos_digest *d, struct eos_cached_chunk **ret,
 	       struct eos_error *err)
 {
-	EOS_CLEANUP(eos_buf_release) struct eos_buf frame = { 0 };
-	EOS_CLEANUP(eos_buf_release) struct eos_buf raw = { 0 };
-	uint8_t *data;
-	size_t len;
+	struct chunk_decode c = { .cache = st->cache, .d = d, .err = err };
 	int r;
 
 	if (eos_chunk_cache_get(st->cache, d, ret) == 0)
 		return 0;
-	r = eos_kv_get(st->kv, NULL, EOS_CF_CHUNKS, d->b, EOS_DIGEST_LEN, &frame, err);
+	r = eos_kv_get_with(st->kv, EOS_CF_CHUNKS, d->b, EOS_DIGEST_LEN, decode_pinned, &c, err);
+	if (r < 0 && c.found)
+		return r;
 	if (r == -ENOENT)
 		return eos_error_set(err, r, "chunk '%s' is missing", hexd(d).s);
 	if (r < 0)
 		return eos_error_prefix(err, r, "read chunk '%s'", hexd(d).s);
-	r = eos_codec_decode(frame.data, frame.len, d, &raw, err);
-	if (r < 0)
-		return r;
-	data = eos_buf_steal(&raw, &len);
-	r = eos_chunk_cache_put(st->cache, d, data, len, ret);
+	r = eos_chunk_cache_put(st->cache, d, c.data, c.len, ret);
 	if (r < 0)
 		return eos_error_set(err, r, "cache chunk '%s': %s", hexd(d).s, strerror(-r));
 	return 0;

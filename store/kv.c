@@ -715,6 +715,25 @@ eos_kv_get(struct eos_kv *kv, const struct eos_kv_snapshot *snap, enum eos_cf cf
 }
 
 int
+eos_kv_get_with(struct eos_kv *kv, enum eos_cf cf, const void *key, size_t klen, eos_kv_value_fn fn,
+		void *ctx, struct eos_error *err)
+{
+	EOS_CLEANUP(rocksdb_pinnableslice_destroyp) rocksdb_pinnableslice_t *v = NULL;
+	char *msg = NULL;
+	const char *p;
+	size_t len;
+
+	assert((unsigned)cf < EOS_CF_COUNT);
+	v = rocksdb_get_pinned_cf(kv->db, kv->read_latest, kv->cf[cf], key, klen, &msg);
+	if (msg)
+		return kv_fail(err, msg, "read from '%s'", kv_tuning[cf].name);
+	if (!v)
+		return -ENOENT;
+	p = rocksdb_pinnableslice_value(v, &len);
+	return fn(ctx, p, len);
+}
+
+int
 eos_kv_exists(struct eos_kv *kv, enum eos_cf cf, const void *key, size_t klen,
 	      struct eos_error *err)
 {

@@ -93,6 +93,14 @@ void eos_kv_close(struct eos_kv *kv);
  */
 int eos_kv_get(struct eos_kv *kv, const struct eos_kv_snapshot *snap, enum eos_cf cf,
 	       const void *key, size_t klen, struct eos_buf *ret, struct eos_error *err);
+/*
+ * As eos_kv_get() of the latest value, without copying it: fn sees RocksDB's own bytes, which
+ * stay valid only until it returns. Returns fn's result, -ENOENT when absent (fn not called),
+ * or -EIO with RocksDB's message.
+ */
+typedef int (*eos_kv_value_fn)(void *ctx, const void *val, size_t len);
+int eos_kv_get_with(struct eos_kv *kv, enum eos_cf cf, const void *key, size_t klen,
+		    eos_kv_value_fn fn, void *ctx, struct eos_error *err);
 /* 1 when key exists, 0 when not, -errno on failure. */
 int eos_kv_exists(struct eos_kv *kv, enum eos_cf cf, const void *key, size_t klen,
 		  struct eos_error *err);

@@ -113,6 +113,52 @@ START_TEST(test_put_existing_returns_cached_copy)
 }
 END_TEST
 
+/* Fill p with data_of(i)'s bytes. */
+static uint8_t *
+fill(uint8_t *p, unsigned i, size_t len)
+{
+	ck_assert_ptr_nonnull(p);
+	for (size_t k = 0; k < len; k++)
+		p[k] = (uint8_t)(i * 31 + k);
+	return p;
+}
+
+/*
+ * Memory from eos_chunk_cache_alloc() is what the cache keeps (a put copies nothing) when the
+ * cache would keep the chunk, and malloc()'s otherwise; either kind goes back by a put, an unref
+ * or eos_chunk_cache_free_data() (ASan checks every free matches).
+ */
+START_TEST(test_alloc_in_place)
+{
+	EOS_CLEANUP(eos_chunk_cache_freep) struct eos_chunk_cache *c = NULL;
+	EOS_CLEANUP(eos_chunk_cache_freep) struct eos_chunk_cache *none = NULL;
+	struct eos_cached_chunk *ch = NULL;
+	struct eos_digest d = digest_of(2, 7), big = digest_of(2, 8);
+	size_t shard = (1 << 20) / SHARDS;
+	uint8_t *p;
+
+	ck_assert_int_eq(eos_chunk_cache_new(1 << 20, &c), 0);
+	p = fill(eos_chunk_cache_alloc(c, 1000), 7, 1000);
+	ck_assert_int_eq(eos_chunk_cache_put(c, &d, p, 1000, &ch), 0);
+	ck_assert_ptr_eq(ch->data, p);
+	ck_assert(data_ok(ch, 7, 1000));
+	eos_cached_chunk_unref(ch);
+	ck_assert(cached(c, 2, 7));
+	/* larger than a shard: handed back uncached, from malloc */
+	p = fill(eos_chunk_cache_alloc(c, shard + 1), 8, shard + 1);
+	ck_assert_int_eq(eos_chunk_cache_put(c, &big, p, shard + 1, &ch), 0);
+	ck_assert(data_ok(ch, 8, shard + 1));
+	eos_cached_chunk_unref(ch);
+	ck_assert(!cached(c, 2, 8));
+	eos_chunk_cache_free_data(c, eos_chunk_cache_alloc(c, 4096), 4096);
+	eos_chunk_cache_free_data(c, eos_chunk_cache_alloc(c, shard + 1), shard + 1);
+	ck_assert_int_eq(eos_chunk_cache_new(0, &none), 0);
+	p = fill(eos_chunk_cache_alloc(none, 0), 1, 0);
+	ck_assert_int_eq(eos_chunk_cache_put(none, &d, p, 0, &ch), 0);
+	eos_cached_chunk_unref(ch);
+}
+END_TEST
+
 START_TEST(test_eviction_by_bytes_lru)
 {
 	EOS_CLEANUP(eos_chunk_cache_freep) struct eos_chunk_cache *c = NULL;
@@ -263,6 +309,7 @@ cache_suite(void)
 
 	tcase_add_test(tc, test_hit_and_miss);
 	tcase_add_test(tc, test_put_existing_returns_cached_copy);
+	tcase_add_test(tc, test_alloc_in_place);
 	tcase_add_test(tc, test_eviction_by_bytes_lru);
 	tcase_add_test(tc, test_reference_outlives_eviction);
 	tcase_add_test(tc, test_capacity_zero);
