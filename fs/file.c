@@ -379,6 +379,7 @@ read_lower(struct eos_view *v, struct eos_handle *h, void *buf, size_t size, uin
 		if (r == 0 && h->lower)
 			r = eos_file_pread(h->lower, buf, size, off, &err);
 	}
+	eos_flusher_after_read(v);
 	if (r < 0)
 		eos_log_error("view of '%s': read of '%s': %s", v->sandbox,
 			      eos_node_lower(h->node) ? eos_node_lower(h->node) : "?",

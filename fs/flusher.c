@@ -5,12 +5,14 @@
  * queued on its view once; when a view's journal generation has grown large, the thread switches
  * the journal to a new generation, writes the records of every queued node (a checkpoint: their
  * sizes, times, write logs and copy-up state) and deletes the old generation. It also gives the
- * memory of freed nodes back to the system. Nothing depends on it for durability — the journal
- * already holds every write — only the journal's size, the time a mount spends replaying it and
- * the resident size of a long-lived view.
+ * memory of freed nodes back to the system, and does the store's background work (it populates
+ * the chunk cache's memory ahead of the reads that will fill it). Nothing depends on it for
+ * durability — the journal already holds every write — only the journal's size, the time a mount
+ * spends replaying it and the resident size of a long-lived view.
  *
  * The thread sleeps until a view asks for it (eos_flusher_kick: its journal reached the rotation
- * size, or it freed many nodes), so an idle host does no work at all.
+ * size, it freed many nodes, or a read found the store's background work due), so an idle host
+ * does no work at all.
  */
 #include <assert.h>
 #include <errno.h>
@@ -38,6 +40,7 @@ struct eos_view_flusher {
 static void
 work_on(struct eos_view *v)
 {
+	eos_store_background(v->store);
 	if (eos_journal_rotate_due(v))
 		eos_journal_rotate(v);
 	eos_view_tidy(v);
@@ -144,6 +147,13 @@ eos_flusher_kick(struct eos_view *v)
 		pthread_cond_signal(&h->work);
 	}
 	pthread_mutex_unlock(&h->lock);
+}
+
+void
+eos_flusher_after_read(struct eos_view *v)
+{
+	if (eos_store_background_due(v->store))
+		eos_flusher_kick(v);
 }
 
 /* Take v off its host: out of the queue, and not being worked on when this returns. */

@@ -64,6 +64,7 @@ read_gap(struct eos_view *v, struct eos_node *n, char *buf, uint64_t off, uint64
 		len -= (uint64_t)got;
 		off += (uint64_t)got;
 	}
+	eos_flusher_after_read(v);
 	if (r == 0)
 		memset(buf, 0, len);
 	return r;

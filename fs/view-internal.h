@@ -516,6 +516,8 @@ int eos_flusher_start(struct eos_view *v, struct eos_view_flusher *host);
 void eos_flusher_stop(struct eos_view *v);
 /* Ask the flusher to work on v soon (its journal is due for rotation, or it freed many nodes). */
 void eos_flusher_kick(struct eos_view *v);
+/* After a read of stored content: kick the thread when the store has background work. */
+void eos_flusher_after_read(struct eos_view *v);
 /* Queue n (locked), which has journal records, for the next checkpoint. */
 void eos_flusher_queue(struct eos_view *v, struct eos_node *n);
 /*

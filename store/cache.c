@@ -371,6 +371,18 @@ eos_chunk_cache_put(struct eos_chunk_cache *c, const struct eos_digest *d, uint8
 	return 0;
 }
 
+bool
+eos_chunk_cache_prefault_due(struct eos_chunk_cache *c)
+{
+	return eos_chunk_mem_prefault_due(c->mem);
+}
+
+void
+eos_chunk_cache_prefault(struct eos_chunk_cache *c)
+{
+	eos_chunk_mem_prefault(c->mem);
+}
+
 void
 eos_chunk_cache_counters(const struct eos_chunk_cache *c, uint64_t *ret_hits, uint64_t *ret_misses)
 {

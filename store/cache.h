@@ -42,5 +42,8 @@ int eos_chunk_cache_put(struct eos_chunk_cache *c, const struct eos_digest *d, u
 			size_t len, struct eos_cached_chunk **ret);
 void eos_cached_chunk_unref(struct eos_cached_chunk *ch);
 EOS_DEFINE_CLEANUP(struct eos_cached_chunk *, eos_cached_chunk_unref)
+/* Populate the cached chunks' memory ahead of use, from a host's thread (store/chunk-mem.h). */
+bool eos_chunk_cache_prefault_due(struct eos_chunk_cache *c);
+void eos_chunk_cache_prefault(struct eos_chunk_cache *c);
 void eos_chunk_cache_counters(const struct eos_chunk_cache *c, uint64_t *ret_hits,
 			      uint64_t *ret_misses);

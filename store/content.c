@@ -527,3 +527,15 @@ eos_chunk_read(struct eos_store *st, const struct eos_digest *d, struct eos_cach
 		return eos_error_set(err, r, "cache chunk '%s': %s", hexd(d).s, strerror(-r));
 	return 0;
 }
+
+bool
+eos_store_background_due(struct eos_store *st)
+{
+	return eos_chunk_cache_prefault_due(st->cache);
+}
+
+void
+eos_store_background(struct eos_store *st)
+{
+	eos_chunk_cache_prefault(st->cache);
+}

@@ -418,6 +418,16 @@ ssize_t eos_file_pread(struct eos_file *f, void *buf, size_t len, uint64_t off,
 void eos_file_close(struct eos_file *f);
 EOS_DEFINE_CLEANUP(struct eos_file *, eos_file_close)
 
+/*
+ * Work the chunk cache would rather do off the read path — populating its memory just ahead of
+ * use, so that a read that misses does not pay the page faults (store/chunk-mem.h) — for a host
+ * with a background thread of its own: the store starts none. eos_store_background_due() is
+ * cheap and lock-free and says whether eos_store_background() has anything to do. Both are
+ * thread-safe; a host that calls neither reads exactly as fast as before.
+ */
+bool eos_store_background_due(struct eos_store *st);
+void eos_store_background(struct eos_store *st);
+
 /* --- writing: change sets --------------------------------------------------------------------- */
 
 /*

@@ -139,6 +139,9 @@ START_TEST(test_alloc_in_place)
 
 	ck_assert_int_eq(eos_chunk_cache_new(1 << 20, &c), 0);
 	p = fill(eos_chunk_cache_alloc(c, 1000), 7, 1000);
+	ck_assert(eos_chunk_cache_prefault_due(c)); /* fresh pool memory was used */
+	eos_chunk_cache_prefault(c);
+	ck_assert(!eos_chunk_cache_prefault_due(c));
 	ck_assert_int_eq(eos_chunk_cache_put(c, &d, p, 1000, &ch), 0);
 	ck_assert_ptr_eq(ch->data, p);
 	ck_assert(data_ok(ch, 7, 1000));
@@ -156,6 +159,8 @@ START_TEST(test_alloc_in_place)
 	p = fill(eos_chunk_cache_alloc(none, 0), 1, 0);
 	ck_assert_int_eq(eos_chunk_cache_put(none, &d, p, 0, &ch), 0);
 	eos_cached_chunk_unref(ch);
+	ck_assert(!eos_chunk_cache_prefault_due(none));
+	eos_chunk_cache_prefault(none);
 }
 END_TEST
 

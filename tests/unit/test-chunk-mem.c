@@ -2,14 +2,21 @@
 /*
  * store/chunk-mem: the chunk cache's pool. Blocks are page-aligned, inside the pool, never
  * shared; freed blocks are reused and larger ones split; what the pool cannot serve is NULL
- * (the cache then uses malloc); the pool outlives its owner's unref while blocks are out; and
- * threads allocating and releasing at once never get overlapping blocks.
+ * (the cache then uses malloc); the pool outlives its owner's unref while blocks are out;
+ * threads allocating and releasing at once never get overlapping blocks; and a prefault makes
+ * the pages past the tail resident without touching the bytes of blocks in use, also while
+ * other threads write them.
  */
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "store/chunk-mem.h"
 #include "tests/unit/testutil.h"
@@ -91,6 +98,75 @@ START_TEST(test_outlives_unref)
 }
 END_TEST
 
+/* How many of the pages [p, p + len) are resident. */
+static size_t
+resident_pages(const uint8_t *p, size_t len)
+{
+	size_t n = len / 4096, count = 0;
+	unsigned char *vec = calloc(n, 1);
+
+	ck_assert_ptr_nonnull(vec);
+	ck_assert_int_eq(mincore((void *)p, len, vec), 0);
+	for (size_t i = 0; i < n; i++)
+		count += vec[i] & 1;
+	free(vec);
+	return count;
+}
+
+START_TEST(test_prefault)
+{
+	struct eos_chunk_mem *m = NULL;
+	uint8_t *a, *b, *next;
+
+	ck_assert(!eos_chunk_mem_prefault_due(NULL));
+	eos_chunk_mem_prefault(NULL);
+	ck_assert_int_eq(eos_chunk_mem_new(8 * POOL, &m), 0);
+	ck_assert(!eos_chunk_mem_prefault_due(m)); /* an idle pool touches nothing */
+	a = eos_chunk_mem_alloc(m, 64 * KIB);
+	ck_assert_ptr_nonnull(a);
+	memset(a, 0x5A, 64 * KIB);
+	ck_assert(eos_chunk_mem_prefault_due(m));
+	/* past the huge page the write faulted in (all of it, with transparent huge pages) */
+	next = (uint8_t *)(((uintptr_t)a + POOL) / POOL * POOL);
+	ck_assert_uint_eq(resident_pages(next, POOL), 0);
+	eos_chunk_mem_prefault(m);
+	ck_assert(!eos_chunk_mem_prefault_due(m));
+	/* at least 4 MiB past the tail, rounded to a huge page: resident */
+	ck_assert_uint_eq(resident_pages(a + 64 * KIB, 2 * POOL), 2 * POOL / 4096);
+	for (size_t k = 0; k < 64 * KIB; k++)
+		ck_assert_uint_eq(a[k], 0x5A);
+	/* the next blocks come from there, and the pool asks again only near its end */
+	b = eos_chunk_mem_alloc(m, 64 * KIB);
+	ck_assert_ptr_eq(b, a + 64 * KIB);
+	ck_assert(!eos_chunk_mem_prefault_due(m));
+	for (int i = 0; i < 100 && !eos_chunk_mem_prefault_due(m); i++)
+		ck_assert_ptr_nonnull(eos_chunk_mem_alloc(m, 64 * KIB));
+	ck_assert(eos_chunk_mem_prefault_due(m));
+	eos_chunk_mem_unref(m); /* blocks are still out: no release needed for the test's end */
+}
+END_TEST
+
+/* A pool of one huge page: prefaults stop at its end, and a closed pool prefaults nothing. */
+START_TEST(test_prefault_bounds)
+{
+	struct eos_chunk_mem *m = NULL;
+	uint8_t *a;
+
+	ck_assert_int_eq(eos_chunk_mem_new(POOL, &m), 0);
+	a = eos_chunk_mem_alloc(m, 4096);
+	ck_assert_ptr_nonnull(a);
+	eos_chunk_mem_prefault(m);
+	ck_assert(!eos_chunk_mem_prefault_due(m));
+	while (eos_chunk_mem_alloc(m, 256 * KIB))
+		;
+	ck_assert(!eos_chunk_mem_prefault_due(m)); /* everything is populated already */
+	eos_chunk_mem_unref(m);
+	eos_chunk_mem_prefault(m); /* closed: a no-op, and the pool stays until the release */
+	a[0] = 1;
+	ck_assert(eos_chunk_mem_release(m, a, 4096));
+}
+END_TEST
+
 struct worker {
 	struct eos_chunk_mem *m;
 	unsigned seed;
@@ -125,13 +201,38 @@ churn(void *arg)
 	return NULL;
 }
 
+/* The host's thread: prefaults whenever one is due, until told to stop. */
+struct prefaulter {
+	struct eos_chunk_mem *m;
+	atomic_bool stop;
+	unsigned runs;
+};
+
+static void *
+prefault_loop(void *arg)
+{
+	struct prefaulter *p = arg;
+
+	while (!atomic_load(&p->stop)) {
+		if (eos_chunk_mem_prefault_due(p->m)) {
+			eos_chunk_mem_prefault(p->m);
+			p->runs++;
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
 START_TEST(test_threads)
 {
 	struct eos_chunk_mem *m = NULL;
+	struct prefaulter pf = { 0 };
 	struct worker w[4];
-	pthread_t t[4];
+	pthread_t t[4], pt;
 
-	ck_assert_int_eq(eos_chunk_mem_new(8 * POOL, &m), 0);
+	ck_assert_int_eq(eos_chunk_mem_new(64 * POOL, &m), 0);
+	pf.m = m;
+	ck_assert_int_eq(pthread_create(&pt, NULL, prefault_loop, &pf), 0);
 	for (int i = 0; i < 4; i++) {
 		w[i] = (struct worker){ .m = m,
 					.seed = 15u + (unsigned)i,
@@ -140,6 +241,9 @@ START_TEST(test_threads)
 	}
 	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
+	atomic_store(&pf.stop, true);
+	pthread_join(pt, NULL);
+	ck_assert_uint_gt(pf.runs, 0);
 	eos_chunk_mem_unref(m);
 }
 END_TEST
@@ -153,6 +257,8 @@ chunk_mem_suite(void)
 	tcase_add_test(tc, test_blocks);
 	tcase_add_test(tc, test_full_and_split);
 	tcase_add_test(tc, test_outlives_unref);
+	tcase_add_test(tc, test_prefault);
+	tcase_add_test(tc, test_prefault_bounds);
 	tcase_add_test(tc, test_threads);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
