@@ -689,6 +689,61 @@ START_TEST(test_large_values_blob)
 }
 END_TEST
 
+/* What eos_kv_get_with()'s callback saw: a copy of the value, and how often it ran. */
+struct seen {
+	struct eos_buf val;
+	int calls;
+	int result;
+};
+
+static int
+see_value(void *ctx, const void *val, size_t len)
+{
+	struct seen *s = ctx;
+
+	s->calls++;
+	eos_buf_truncate(&s->val, 0);
+	ck_assert_int_eq(eos_buf_append(&s->val, val, len), 0);
+	return s->result;
+}
+
+/*
+ * eos_kv_get_with() hands the callback the value itself, from the memtable and from a blob file
+ * alike, returns what the callback returns, and does not call it for a missing key.
+ */
+START_TEST(test_get_with)
+{
+	struct fixture f;
+	struct eos_error err = { 0 };
+	struct seen s = { .result = 0 };
+	uint8_t big[20000];
+
+	eos_test_fill_random(big, sizeof(big), 7);
+	fixture_init(&f);
+	eos_buf_init(&s.val);
+	ck_assert_int_eq(eos_kv_get_with(f.kv, EOS_CF_CHUNKS, "none", 4, see_value, &s, &err),
+			 -ENOENT);
+	ck_assert_int_eq(s.calls, 0);
+	put(f.kv, EOS_CF_CHUNKS, "small", "in the memtable");
+	ck_assert_int_eq(eos_kv_get_with(f.kv, EOS_CF_CHUNKS, "small", 5, see_value, &s, &err), 0);
+	ck_assert_int_eq(s.calls, 1);
+	ck_assert_uint_eq(s.val.len, strlen("in the memtable"));
+	ck_assert(memcmp(s.val.data, "in the memtable", s.val.len) == 0);
+	ck_assert_int_eq(eos_kv_put(f.kv, EOS_CF_CHUNKS, "big", 3, big, sizeof(big), false, &err),
+			 0);
+	flush(f.kv);
+	fixture_reopen(&f);
+	s.result = -EBADMSG;
+	ck_assert_int_eq(eos_kv_get_with(f.kv, EOS_CF_CHUNKS, "big", 3, see_value, &s, &err),
+			 -EBADMSG);
+	ck_assert_int_eq(s.calls, 2);
+	ck_assert_uint_eq(s.val.len, sizeof(big));
+	ck_assert(memcmp(s.val.data, big, sizeof(big)) == 0);
+	eos_buf_release(&s.val);
+	fixture_release(&f);
+}
+END_TEST
+
 START_TEST(test_property_and_compact)
 {
 	struct fixture f;
@@ -750,6 +805,7 @@ kv_suite(void)
 	tcase_add_test(tc, test_iter_same_prefix);
 	tcase_add_test(tc, test_snapshot);
 	tcase_add_test(tc, test_large_values_blob);
+	tcase_add_test(tc, test_get_with);
 	tcase_add_test(tc, test_property_and_compact);
 	suite_add_tcase(s, tc);
 	return s;
