@@ -36,24 +36,30 @@ hashmap_rotl(uint64_t x, int r)
 }
 
 uint64_t
-eos_hashmap_hash(const void *key, size_t klen)
+eos_hashmap_hash_seeded(uint64_t seed, const void *key, size_t klen)
 {
 	const uint8_t *p = key;
-	uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)klen * 0xC2B2AE3D27D4EB4FULL);
-	uint64_t w = 0;
+	uint64_t h = seed ^ ((uint64_t)klen * 0xC2B2AE3D27D4EB4FULL);
+	uint8_t tail[8] = { 0 };
 
 	for (; klen >= 8; p += 8, klen -= 8)
 		h = hashmap_rotl(h ^ (eos_get_le64(p) * 0x87C37B91114253D5ULL), 31) *
 		    0x4CF5AD432745937FULL;
 	if (klen > 0)
-		memcpy(&w, p, klen);
-	h ^= w * 0x87C37B91114253D5ULL;
+		memcpy(tail, p, klen);
+	h ^= eos_get_le64(tail) * 0x87C37B91114253D5ULL;
 	/* murmur3 finaliser: every key bit reaches the low bits used as the index */
 	h ^= h >> 33;
 	h *= 0xFF51AFD7ED558CCDULL;
 	h ^= h >> 33;
 	h *= 0xC4CEB9FE1A85EC53ULL;
 	return h ^ (h >> 33);
+}
+
+uint64_t
+eos_hashmap_hash(const void *key, size_t klen)
+{
+	return eos_hashmap_hash_seeded(0x9E3779B97F4A7C15ULL, key, klen);
 }
 
 void

@@ -86,5 +86,10 @@ bool eos_hashmap_next(struct eos_hashmap *m, struct eos_hashmap_iter *it);
  */
 int eos_hashmap_compact(struct eos_hashmap *m,
 			bool (*keep)(const union eos_hashmap_value *value, void *ctx), void *ctx);
-/* The 64-bit hash of key[0..klen) the map uses (for tests, and callers that shard by it). */
+/*
+ * The 64-bit hash of key[0..klen) the map uses (for tests, and callers that shard by it), and
+ * the same hash from another seed. Values of both are on disk (journal record checks, derived
+ * inode numbers that doc/fs.md promises stable across versions of eos): never change them.
+ */
 uint64_t eos_hashmap_hash(const void *key, size_t klen);
+uint64_t eos_hashmap_hash_seeded(uint64_t seed, const void *key, size_t klen);
