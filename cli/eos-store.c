@@ -504,11 +504,13 @@ table_measure(struct table *tb, const json_t *rows)
 			int c = table_col(tb, json_object_iter_key(it));
 			cleanup_free char *owned = NULL;
 			char buf[64];
+			size_t len;
 
 			if (c < 0)
 				continue;
-			tb->width[c] = EOS_MAX(tb->width[c],
-					       strlen(cell_text(v, buf, sizeof(buf), &owned)));
+			/* not inside EOS_MAX, which evaluates its arguments twice */
+			len = strlen(cell_text(v, buf, sizeof(buf), &owned));
+			tb->width[c] = EOS_MAX(tb->width[c], len);
 			tb->numeric[c] = tb->numeric[c] && (is_number(v) || json_is_null(v));
 		}
 	}
