@@ -113,7 +113,7 @@ shows_lower(struct eos_node *p, const char *name)
 		return true;
 	eos_node_lock(p);
 	slot = eos_hashmap_find(&p->x->dirents, name, strlen(name));
-	shows = eos_node_lower(p) && p->x->lst && !(p->flags & EOS_NODE_OPAQUE) &&
+	shows = eos_node_has_lower(p) && p->x->lst && !(p->flags & EOS_NODE_OPAQUE) &&
 		(!slot || slot->u64 == EOS_DIRENT_ABSENT);
 	eos_node_unlock(p);
 	return shows;

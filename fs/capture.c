@@ -101,7 +101,10 @@ change_of(const struct eos_node *n, bool renamed)
 static bool
 renamed_of(const struct eos_node *n, const char *expected)
 {
-	return eos_node_lower(n) && (!expected || strcmp(eos_node_lower(n), expected) != 0);
+	char buf[EOS_LOWER_BUF];
+	const char *lower = eos_node_lower(n, buf);
+
+	return lower && (!expected || strcmp(lower, expected) != 0);
 }
 
 struct node_copy {
@@ -163,6 +166,8 @@ copy_node(struct eos_capture *c, struct eos_node *n, const char *path, const cha
 	  const char *origin, struct node_copy *out)
 {
 	struct eos_delta_entry *e = &out->e;
+	char buf[EOS_LOWER_BUF];
+	const char *lower;
 	bool renamed;
 	char name[32];
 
@@ -173,7 +178,8 @@ copy_node(struct eos_capture *c, struct eos_node *n, const char *path, const cha
 		return r;
 	}
 	renamed = !origin && renamed_of(n, expected);
-	origin = origin ? origin : eos_node_lower(n);
+	lower = eos_node_lower(n, buf);
+	origin = origin ? origin : lower;
 	*e = (struct eos_delta_entry){ .path = path,
 				       .change = change_of(n, renamed),
 				       .renamed = renamed,
@@ -195,7 +201,7 @@ copy_node(struct eos_capture *c, struct eos_node *n, const char *path, const cha
 	}
 	out->target = n->x->target ? strdup(n->x->target) : NULL;
 	out->origin = origin && strcmp(origin, path) != 0 ? strdup(origin) : NULL;
-	out->lower = eos_node_lower(n) ? strdup(eos_node_lower(n)) : NULL;
+	out->lower = lower ? strdup(lower) : NULL;
 	out->ranges = calloc(n->x->log.n + 1, sizeof(*out->ranges));
 	for (size_t i = 0; out->ranges && i < n->x->log.n; i++) {
 		const char *owner = eos_opstable_name(&c->v->ops, n->x->log.v[i].op);
@@ -307,8 +313,11 @@ eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_error 
 
 	if (!v->session)
 		return eos_error_set(err, -EINVAL, "a read-only view has no delta");
+	char buf[EOS_LOWER_BUF];
+
 	eos_node_lock(root);
-	cleanup_free char *origin = eos_node_lower(root) ? strdup(eos_node_lower(root)) : NULL;
+	cleanup_free char *origin =
+		eos_node_lower(root, buf) ? strdup(eos_node_lower(root, buf)) : NULL;
 	bool changed = root->flags & EOS_NODE_META_CHANGED;
 	eos_node_unlock(root);
 	/* the root itself is an entry only when its attributes or xattrs changed */

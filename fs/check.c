@@ -32,8 +32,8 @@ node_path(struct eos_view *v, const struct eos_node *n, char *out, size_t size)
 	size_t depth = 0, len = 0;
 
 	for (const struct eos_node *c = n; c && c->ino != EOS_ROOT_INO && depth < 64;
-	     c = eos_node_get(v, c->parent))
-		parts[depth++] = c->name ? c->name : "?";
+	     c = eos_node_get(v, eos_node_parent(c)))
+		parts[depth++] = eos_node_name(c) ? eos_node_name(c) : "?";
 	out[0] = 0;
 	while (depth > 0 && len + 1 < size)
 		len += (size_t)snprintf(out + len, size - len, "%s%s", len ? "/" : "",

@@ -31,8 +31,8 @@ is_upper(struct eos_node *n, uint64_t *ret_parent, char **ret_name)
 
 	eos_node_lock(n);
 	upper = n->flags & EOS_NODE_UPPER;
-	*ret_parent = n->parent;
-	*ret_name = upper || !n->name ? NULL : strdup(n->name);
+	*ret_parent = eos_node_parent(n);
+	*ret_name = upper || !eos_node_name(n) ? NULL : strdup(eos_node_name(n));
 	eos_node_unlock(n);
 	return upper;
 }
@@ -96,7 +96,7 @@ eos_copyup_meta_for(struct eos_view *v, struct eos_node *n, bool freeing)
 			return r;
 		eos_node_lock(p);
 		eos_node_lock(n);
-		bool moved = n->parent != parent || strcmp(n->name, name) != 0;
+		bool moved = eos_node_parent(n) != parent || strcmp(eos_node_name(n), name) != 0;
 		r = moved || n->flags & EOS_NODE_UPPER ? 0 : make_upper(v, p, n, name, freeing);
 		eos_node_unlock(n);
 		eos_node_unlock(p);
@@ -185,9 +185,12 @@ eos_copyup_data(struct eos_view *v, struct eos_node *n, bool truncate)
 		r = copy_content(v, n, fd);
 	}
 	if (r < 0) {
+		char buf[EOS_LOWER_BUF];
+		const char *lower = eos_node_lower(n, buf);
+
 		unlinkat(v->data_dirfd, name, 0);
 		eos_log_error("session '%s': copy-up of '%s' failed: %s", v->session,
-			      eos_node_lower(n) ? eos_node_lower(n) : "?", strerror(-r));
+			      lower ? lower : "?", strerror(-r));
 		return r;
 	}
 	if (truncate)

@@ -83,6 +83,8 @@ encode_xattrs(const struct eos_node *n, struct eos_buf *b)
 static int
 encode_node(const struct eos_node *n, struct eos_buf *b)
 {
+	const char *name = eos_node_name(n);
+	char buf[EOS_LOWER_BUF];
 	int r = eos_buf_append_u8(b, NODE_FORMAT);
 
 	r = r ?: eos_buf_append_le32(b, n->flags & EOS_NODE_PERSISTED);
@@ -94,9 +96,9 @@ encode_node(const struct eos_node *n, struct eos_buf *b)
 	r = r ?: eos_buf_append_le64(b, (uint64_t)eos_node_atime(n));
 	r = r ?: eos_buf_append_le64(b, (uint64_t)n->mtime);
 	r = r ?: eos_buf_append_le64(b, (uint64_t)eos_node_ctime(n));
-	r = r ?: eos_buf_append_le64(b, n->parent);
-	r = r ?: eos_buf_append_lp(b, n->name ? n->name : "", n->name ? strlen(n->name) : 0);
-	r = r ?: append_opt_str(b, eos_node_lower(n));
+	r = r ?: eos_buf_append_le64(b, eos_node_parent(n));
+	r = r ?: eos_buf_append_lp(b, name ? name : "", name ? strlen(name) : 0);
+	r = r ?: append_opt_str(b, eos_node_lower(n, buf));
 	r = r ?: eos_buf_append_le64(b, n->x->link_group);
 	r = r ?: append_opt_str(b, n->x->target);
 	r = r ?: encode_xattrs(n, b);
@@ -321,7 +323,8 @@ static int
 decode_node(const void *p, size_t len, struct eos_node *n)
 {
 	struct eos_reader rd = { .p = p, .left = len };
-	uint64_t at, mt, ct;
+	uint64_t at, mt, ct, parent;
+	uint32_t flags, mode;
 	const uint8_t *name;
 	size_t nlen;
 	uint8_t format;
@@ -329,8 +332,8 @@ decode_node(const void *p, size_t len, struct eos_node *n)
 
 	if (r == 0 && format != NODE_FORMAT && format != NODE_FORMAT_1)
 		return -EBADMSG;
-	r = r ?: eos_reader_le32(&rd, &n->flags);
-	r = r ?: eos_reader_le32(&rd, &n->mode);
+	r = r ?: eos_reader_le32(&rd, &flags);
+	r = r ?: eos_reader_le32(&rd, &mode);
 	r = r ?: eos_reader_le32(&rd, &n->uid);
 	r = r ?: eos_reader_le32(&rd, &n->gid);
 	r = r ?: eos_reader_le32(&rd, &n->nlink);
@@ -338,16 +341,20 @@ decode_node(const void *p, size_t len, struct eos_node *n)
 	r = r ?: eos_reader_le64(&rd, &at);
 	r = r ?: eos_reader_le64(&rd, &mt);
 	r = r ?: eos_reader_le64(&rd, &ct);
-	r = r ?: eos_reader_le64(&rd, &n->parent);
+	r = r ?: eos_reader_le64(&rd, &parent);
 	r = r ?: eos_reader_lp(&rd, 255, &name, &nlen);
 	if (r < 0)
 		return r;
-	n->flags &= EOS_NODE_PERSISTED;
+	if (mode > UINT16_MAX)
+		return -EBADMSG; /* S_IFMT and permissions fit in 16 bits */
+	n->flags = (uint16_t)(flags & EOS_NODE_PERSISTED);
+	n->mode = (uint16_t)mode;
+	eos_node_set_parent(n, parent);
 	n->x->atime = (int64_t)at;
 	n->mtime = (int64_t)mt;
 	n->x->ctime = (int64_t)ct;
 	eos_node_set_name(n, strndup((const char *)name, nlen));
-	r = n->name ? 0 : -ENOMEM;
+	r = n->x->name ? 0 : -ENOMEM;
 	r = r ?: read_opt_str(&rd, &n->x->lower);
 	r = r ?: eos_reader_le64(&rd, &n->x->link_group);
 	r = r ?: read_opt_str(&rd, &n->x->target);
@@ -369,15 +376,17 @@ struct load {
 static int
 load_lower(struct eos_view *v, struct eos_node *n)
 {
+	char buf[EOS_LOWER_BUF];
+	const char *lower = eos_node_lower(n, buf);
 	struct eos_stat st;
 	int r;
 
-	if (!eos_node_lower(n))
+	if (!lower)
 		return 0;
-	r = eos_tree_stat(v->tree, eos_node_lower(n), &st, NULL);
+	r = eos_tree_stat(v->tree, lower, &st, NULL);
 	if (r < 0) {
 		eos_log_error("session '%s': inode %lu: origin '%s' is gone from the store",
-			      v->session, (unsigned long)n->ino, eos_node_lower(n));
+			      v->session, (unsigned long)n->ino, lower);
 		return 0;
 	}
 	n->x->lst = eos_lower_new(&st);

@@ -20,18 +20,19 @@ dirent_value(struct eos_node *p, const char *name)
 static bool
 has_lower(const struct eos_node *p)
 {
-	return eos_node_lower(p) && p->x->lst && !(p->flags & EOS_NODE_OPAQUE);
+	return eos_node_has_lower(p) && p->x->lst && !(p->flags & EOS_NODE_OPAQUE);
 }
 
 static int
 lower_lookup(struct eos_view *v, struct eos_node *p, const char *name, struct eos_stat *ret)
 {
+	char buf[EOS_LOWER_BUF];
 	struct eos_stat dir;
 
 	if (!has_lower(p))
 		return -ENOENT;
 	eos_lower_dir(p->x->lst, &dir);
-	return eos_tree_lookup_child(v->tree, eos_node_lower(p), &dir, name, ret, NULL);
+	return eos_tree_lookup_child(v->tree, eos_node_lower(p, buf), &dir, name, ret, NULL);
 }
 
 int
@@ -144,6 +145,7 @@ struct walk {
 	struct eos_view *v;
 	struct eos_node *p;
 	struct eos_dir_snapshot *snap; /* NULL: only count or test */
+	const char *lower;	       /* p's origin */
 	uint64_t subdirs;
 	bool any;
 	bool stop_at_first;
@@ -234,8 +236,7 @@ walk_lower_one(void *ctx, const char *name, const struct eos_stat *st)
 		return 1;
 	if (!w->snap)
 		return 0;
-	if (eos_node_lower(w->p)[0] ? asprintf(&path, "%s/%s", eos_node_lower(w->p), name) < 0
-				    : !(path = strdup(name)))
+	if (w->lower[0] ? asprintf(&path, "%s/%s", w->lower, name) < 0 : !(path = strdup(name)))
 		return -ENOMEM;
 	if (eos_node_identity(w->v, path, st->link_group, &ino) < 0)
 		return -ENOMEM;
@@ -246,11 +247,13 @@ walk_lower_one(void *ctx, const char *name, const struct eos_stat *st)
 static int
 walk_dir(struct walk *w)
 {
+	char buf[EOS_LOWER_BUF];
 	int r = walk_upper(w);
 
 	if (r < 0 || (w->stop_at_first && w->any) || !has_lower(w->p))
 		return r;
-	r = eos_tree_readdir(w->v->tree, eos_node_lower(w->p), NULL, walk_lower_one, w, NULL);
+	w->lower = eos_node_lower(w->p, buf);
+	r = eos_tree_readdir(w->v->tree, w->lower, NULL, walk_lower_one, w, NULL);
 	return r < 0 ? r : 0;
 }
 

@@ -380,10 +380,13 @@ read_lower(struct eos_view *v, struct eos_handle *h, void *buf, size_t size, uin
 			r = eos_file_pread(h->lower, buf, size, off, &err);
 	}
 	eos_flusher_after_read(v);
-	if (r < 0)
-		eos_log_error("view of '%s': read of '%s': %s", v->sandbox,
-			      eos_node_lower(h->node) ? eos_node_lower(h->node) : "?",
+	if (r < 0) {
+		char path[EOS_LOWER_BUF];
+		const char *lower = eos_node_lower(h->node, path);
+
+		eos_log_error("view of '%s': read of '%s': %s", v->sandbox, lower ? lower : "?",
 			      err.msg[0] ? err.msg : strerror((int)-r));
+	}
 	return r;
 }
 
@@ -634,8 +637,8 @@ eos_data_close(struct eos_view *v, struct eos_node *n)
 		close(n->x->data_fd);
 	if (eos_node_extended(n))
 		n->x->data_fd = -1;
-	if (n->flags & EOS_NODE_FD_KEPT) {
-		n->flags &= ~(unsigned)EOS_NODE_FD_KEPT;
+	if (n->x->fd_kept) {
+		n->x->fd_kept = false;
 		atomic_fetch_sub(&v->kept_fds, 1);
 	}
 }
@@ -661,10 +664,10 @@ eos_fs_transient_begin(struct eos_view *v, struct eos_node *n, pid_t pid, struct
 static void
 data_keep(struct eos_view *v, struct eos_node *n)
 {
-	if (n->x->data_fd < 0 || n->flags & EOS_NODE_FD_KEPT)
+	if (n->x->data_fd < 0 || n->x->fd_kept)
 		return;
 	if (atomic_fetch_add(&v->kept_fds, 1) < EOS_KEPT_FDS) {
-		n->flags |= EOS_NODE_FD_KEPT;
+		n->x->fd_kept = true;
 		return;
 	}
 	atomic_fetch_sub(&v->kept_fds, 1);

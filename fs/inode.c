@@ -271,13 +271,14 @@ eos_node_has_identity(const struct eos_node *n, const char *path, uint64_t group
 {
 	if (group)
 		return n->x->link_group == group;
-	return !n->x->link_group && eos_node_lower(n) && strcmp(eos_node_lower(n), path) == 0;
+	return !n->x->link_group && eos_node_origin_is(n, path);
 }
 
 int
 eos_node_identity_set(struct eos_view *v, struct eos_node *n)
 {
-	const char *lower = eos_node_lower(n);
+	char buf[EOS_LOWER_BUF];
+	const char *lower = eos_node_lower(n, buf);
 	uint64_t group = n->x->link_group;
 	bool remapped = lower && n->ino != eos_ino_derived(lower, group);
 	int r;
@@ -307,16 +308,20 @@ eos_node_identities_reset(struct eos_view *v)
 static void
 identity_drop(struct eos_view *v, struct eos_node *n)
 {
-	if (!(n->flags & EOS_NODE_REMAPPED) || !eos_node_lower(n))
+	char buf[EOS_LOWER_BUF];
+	const char *lower = n->flags & EOS_NODE_REMAPPED ? eos_node_lower(n, buf) : NULL;
+
+	if (!lower)
 		return;
-	remap_update(v, eos_node_lower(n), n->x->link_group, REMAP_DROP, n->ino, NULL);
+	remap_update(v, lower, n->x->link_group, REMAP_DROP, n->ino, NULL);
 	n->flags &= ~(unsigned)EOS_NODE_REMAPPED;
 }
 
 static int
 child_path(const struct eos_node *parent, const char *name, char **ret)
 {
-	const char *dir = eos_node_lower(parent);
+	char buf[EOS_LOWER_BUF];
+	const char *dir = eos_node_lower(parent, buf);
 	int r;
 
 	if (!dir)
@@ -333,18 +338,20 @@ eos_node_lower_extended(const struct eos_stat *lst)
 	return lst->kind == EOS_KIND_DIR || lst->link_group || lst->rdev;
 }
 
-/* The node of lower entry lst at path, named name (the end of path), with path in its own
- * allocation: a looked-up lower file costs this one allocation. */
+/* The node of lower entry lst named name in parent (locked), its name in its own allocation and
+ * its directory's path shared: a looked-up lower file costs this one allocation. */
 static struct eos_node *
-node_build(struct eos_view *v, uint64_t ino, const struct eos_node *parent, const char *name,
-	   const char *path, const struct eos_stat *lst)
+node_build(struct eos_view *v, uint64_t ino, struct eos_node *parent, const char *name,
+	   const struct eos_stat *lst)
 {
-	struct eos_node *n = eos_node_new_lower(ino, path, strlen(name));
+	struct eos_odir *d = eos_node_kids(parent);
+	struct eos_node *n = d ? eos_node_new_lower(ino, d, name) : NULL;
 
-	if (!n)
+	if (!n) {
+		eos_odir_unref(d);
 		return NULL;
+	}
 	eos_node_fill_lower(n, lst);
-	n->parent = parent->ino;
 	if (eos_node_lower_extended(lst)) {
 		if (eos_node_extend_bare(n) < 0 || !(n->x->lst = eos_lower_new(lst))) {
 			eos_node_free(n);
@@ -421,7 +428,7 @@ remap_new(struct eos_view *v, const char *path, uint64_t group, uint64_t *ino)
 
 /* The node for lower entry lst at path (path is freed here). */
 static int
-lower_node(struct eos_view *v, const struct eos_node *parent, const char *name, char *path,
+lower_node(struct eos_view *v, struct eos_node *parent, const char *name, char *path,
 	   const struct eos_stat *lst, bool ref, struct eos_node **ret)
 {
 	const uint64_t group = lst->link_group;
@@ -443,8 +450,7 @@ lower_node(struct eos_view *v, const struct eos_node *parent, const char *name, 
 			r = tries < 8 ? remap_new(v, at, group, &ino) : -EIO;
 		else if (where == PLACE_NOMEM)
 			r = -ENOMEM;
-		else if (where == PLACE_FREE &&
-			 !(fresh = node_build(v, ino, parent, name, path, lst)))
+		else if (where == PLACE_FREE && !(fresh = node_build(v, ino, parent, name, lst)))
 			r = -ENOMEM;
 		if (fresh && where == PLACE_FREE)
 			fresh->nlookup = ref ? 1 : 0;
@@ -456,7 +462,7 @@ lower_node(struct eos_view *v, const struct eos_node *parent, const char *name, 
 }
 
 int
-eos_node_from_lower(struct eos_view *v, const struct eos_node *parent, const char *name,
+eos_node_from_lower(struct eos_view *v, struct eos_node *parent, const char *name,
 		    const struct eos_stat *lst, bool ref, struct eos_node **ret)
 {
 	char *path = NULL;

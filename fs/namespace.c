@@ -83,14 +83,14 @@ new_node(struct eos_view *v, const struct eos_ctx *ctx, struct eos_node *p, cons
 		n->mode |= S_ISGID;
 	n->nlink = 1;
 	n->x->rdev = S_ISCHR(mode) || S_ISBLK(mode) ? rdev : 0;
-	n->parent = p->ino;
+	eos_node_set_parent(n, p->ino);
 	n->flags = EOS_NODE_UPPER | EOS_NODE_CREATED | EOS_NODE_XATTRS | EOS_NODE_SUBDIRS;
 	eos_node_set_name(n, strdup(name));
 	n->x->target = target ? strdup(target) : NULL;
 	n->size = target ? strlen(target) : 0;
 	n->mtime = n->x->atime = n->x->ctime = eos_node_now_ns();
 	/* a new file has no data file until its first write: empty files cost no create */
-	if (!n->name || (target && !n->x->target)) {
+	if (!n->x->name || (target && !n->x->target)) {
 		eos_node_free(n);
 		return NULL;
 	}
@@ -323,13 +323,14 @@ eos_fs_unlink(struct eos_view *v, struct eos_node *p, const char *name, bool dir
 int
 eos_fs_readlink(struct eos_view *v, struct eos_node *n, char **ret)
 {
+	char buf[EOS_LOWER_BUF];
 	int r = 0;
 
 	eos_node_lock(n);
 	if (!S_ISLNK(n->mode))
 		r = -EINVAL;
-	else if (!n->x->target && eos_node_lower(n) && (r = eos_node_extend(v, n)) == 0)
-		r = eos_tree_readlink(v->tree, eos_node_lower(n), &n->x->target, NULL);
+	else if (!n->x->target && eos_node_has_lower(n) && (r = eos_node_extend(v, n)) == 0)
+		r = eos_tree_readlink(v->tree, eos_node_lower(n, buf), &n->x->target, NULL);
 	if (r == 0)
 		*ret = n->x->target ? strdup(n->x->target) : NULL;
 	if (r == 0 && !*ret)

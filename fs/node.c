@@ -4,8 +4,10 @@
  * it), the extension the others need (doc/fs.md, "Memory"), what it keeps of its store entry,
  * its attributes.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,9 +16,9 @@
 
 #include "fs/view-internal.h"
 
-const struct eos_node_ext eos_node_ext_none = { .data_fd = -1 };
+const struct eos_node_ext eos_node_ext_none = { .data_fd = -1, .shared = true };
 
-/* A node of no extension, with room for a path of len bytes (its NUL included: at least 1). */
+/* A node of no extension, with room for a name of len bytes (its NUL included: at least 1). */
 static struct eos_node *
 node_alloc(uint64_t ino, size_t len)
 {
@@ -32,16 +34,62 @@ node_alloc(uint64_t ino, size_t len)
 	return n;
 }
 
-struct eos_node *
-eos_node_new_lower(uint64_t ino, const char *path, size_t name_len)
+static struct eos_odir *
+odir_new(uint64_t ino, const char *path)
 {
 	size_t len = strlen(path);
+	struct eos_odir *d = malloc(sizeof(*d) + len + 1);
+
+	if (!d)
+		return NULL;
+	memset(d, 0, sizeof(*d));
+	d->none.data_fd = -1;
+	d->none.shared = true;
+	atomic_init(&d->refs, 1);
+	d->len = (uint32_t)len;
+	d->ino = ino;
+	memcpy(d->path, path, len + 1);
+	return d;
+}
+
+void
+eos_odir_unref(struct eos_odir *d)
+{
+	if (!d || atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	/* no node wrote to the extension its unextended nodes share */
+	assert(memcmp(&d->none, &eos_node_ext_none, sizeof(d->none)) == 0);
+	free(d);
+}
+
+struct eos_odir *
+eos_node_kids(struct eos_node *p)
+{
+	struct eos_node_ext *x = p->x;
+	char buf[EOS_LOWER_BUF];
+	const char *lower;
+
+	if (!eos_node_extended(p))
+		return NULL;
+	if (!x->kids) {
+		lower = eos_node_lower(p, buf);
+		if (!lower || !(x->kids = odir_new(p->ino, lower)))
+			return NULL;
+	}
+	atomic_fetch_add_explicit(&x->kids->refs, 1, memory_order_relaxed);
+	return x->kids;
+}
+
+struct eos_node *
+eos_node_new_lower(uint64_t ino, struct eos_odir *d, const char *name)
+{
+	size_t len = strlen(name);
 	struct eos_node *n = node_alloc(ino, len + 1);
 
 	if (!n)
 		return NULL;
-	memcpy(n->path, path, len + 1);
-	n->name = n->path + len - name_len; /* path ends in "/name" (or is name) */
+	memcpy(n->path, name, len + 1);
+	n->x = &d->none;
 	return n;
 }
 
@@ -69,7 +117,10 @@ eos_node_extend_bare(struct eos_node *n)
 		return -ENOMEM;
 	x->data_fd = -1;
 	x->atime = x->ctime = n->mtime;
-	/* published: a table lookup may read x->link_group without the node's lock */
+	x->odir = eos_node_odir(n); /* its reference moves along */
+	x->parent = x->odir ? x->odir->ino : 0;
+	/* published: a table lookup may read x->link_group and the origin without the node's
+	 * lock */
 	atomic_store_explicit(&n->x, x, memory_order_release);
 	return 0;
 }
@@ -77,7 +128,8 @@ eos_node_extend_bare(struct eos_node *n)
 int
 eos_node_extend(struct eos_view *v, struct eos_node *n)
 {
-	const char *lower = eos_node_lower(n);
+	char buf[EOS_LOWER_BUF];
+	const char *lower = eos_node_lower(n, buf);
 	bool extended = eos_node_extended(n);
 	struct eos_lower *lst;
 	struct eos_stat st;
@@ -106,51 +158,78 @@ eos_node_extend(struct eos_view *v, struct eos_node *n)
 }
 
 const char *
-eos_node_lower(const struct eos_node *n)
+eos_node_lower(const struct eos_node *n, char *buf)
 {
-	const struct eos_node_ext *x = n->x;
+	const struct eos_node_ext *x = atomic_load_explicit(&n->x, memory_order_acquire);
+	const struct eos_odir *d = eos_node_odir(n);
+	int len;
 
-	return x->lower ? x->lower : n->path[0] ? n->path : NULL;
+	if (x->lower)
+		return x->lower;
+	if (!d)
+		return NULL;
+	len = snprintf(buf, EOS_LOWER_BUF, "%s%s%s", d->path, d->len ? "/" : "", n->path);
+	/* a lookup's path was at most EOS_PATH_MAX */
+	return len >= 0 && len < EOS_LOWER_BUF ? buf : NULL;
+}
+
+bool
+eos_node_origin_is(const struct eos_node *n, const char *path)
+{
+	const struct eos_node_ext *x = atomic_load_explicit(&n->x, memory_order_acquire);
+	const struct eos_odir *d = eos_node_odir(n);
+
+	if (x->lower)
+		return strcmp(x->lower, path) == 0;
+	if (!d || strncmp(path, d->path, d->len) != 0)
+		return false;
+	path += d->len;
+	if (d->len && *path++ != '/')
+		return false;
+	return strcmp(path, n->path) == 0;
+}
+
+bool
+eos_node_has_lower(const struct eos_node *n)
+{
+	return n->x->lower || eos_node_odir(n);
 }
 
 int
 eos_node_set_lower(struct eos_node *n, const char *path)
 {
+	char buf[EOS_LOWER_BUF];
+	const char *now = eos_node_lower(n, buf);
 	char *copy = NULL;
 
-	if (path && !n->x->lower && strcmp(path, n->path) == 0)
+	if (path && now && !n->x->lower && strcmp(path, now) == 0)
+		return 0;
+	if (!path && !now)
 		return 0;
 	if (path && !(copy = strdup(path)))
 		return -ENOMEM;
-	if (n->path[0] && n->name && !(n->flags & EOS_NODE_NAME_OWN)) {
-		char *name = strdup(n->name); /* it points into path */
-
-		if (!name) {
-			free(copy);
-			return -ENOMEM;
-		}
-		eos_node_set_name(n, name);
-	}
-	if (!copy && !eos_node_extended(n)) {
-		n->path[0] = '\0';
-		return 0;
-	}
 	if (eos_node_extend_bare(n) < 0) {
 		free(copy);
 		return -ENOMEM;
 	}
 	free(n->x->lower);
 	n->x->lower = copy;
-	n->path[0] = '\0'; /* x->lower or nothing from now on */
+	/* x->lower or nothing from now on; the name stays in path */
+	eos_odir_unref(n->x->odir);
+	n->x->odir = NULL;
+	/* its children's origins move with it */
+	eos_odir_unref(n->x->kids);
+	n->x->kids = NULL;
 	return 0;
 }
 
 void
 eos_node_set_name(struct eos_node *n, char *name)
 {
+	assert(eos_node_extended(n));
 	if (n->flags & EOS_NODE_NAME_OWN)
-		free(n->name);
-	n->name = name;
+		free(n->x->name);
+	n->x->name = name;
 	n->flags |= EOS_NODE_NAME_OWN;
 }
 
@@ -161,6 +240,9 @@ ext_free(struct eos_node_ext *x)
 		close(x->data_fd);
 	free(x->lst);
 	free(x->lower);
+	free(x->name);
+	eos_odir_unref(x->odir);
+	eos_odir_unref(x->kids);
 	free(x->target);
 	eos_hashmap_release(&x->dirents);
 	eos_dirlist_free(x->list);
@@ -180,10 +262,10 @@ eos_node_free(struct eos_node *n)
 {
 	if (!n)
 		return;
-	if (n->flags & EOS_NODE_NAME_OWN)
-		free(n->name);
 	if (eos_node_extended(n))
 		ext_free(n->x);
+	else
+		eos_odir_unref(eos_node_odir(n));
 	free(n);
 }
 

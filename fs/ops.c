@@ -588,7 +588,7 @@ readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus
 	     i++) {
 		struct eos_dirent_snap dots = { .name = (char *)(i == 0 ? "." : ".."),
 						.type = S_IFDIR,
-						.ino = i == 0 ? n->ino : n->parent,
+						.ino = i == 0 ? n->ino : eos_node_parent(n),
 						.cookie = i + 1 };
 		const struct eos_dirent_snap *e = i < dots_n ? &dots : &batch.v[i - dots_n];
 		size_t len = add_entry(req, n, e, buf + used, size - used, (off_t)e->cookie, plus);

@@ -47,14 +47,15 @@ static int
 move_node(struct rename *rn, struct eos_node *n, struct eos_node *p, const char *name)
 {
 	char *copy = strdup(name);
-	int r = copy ? eos_txn_save(&rn->t, n) : -ENOMEM;
+	/* its name and parent are its extension's from now on */
+	int r = copy ? eos_node_extend_bare(n) ?: eos_txn_save(&rn->t, n) : -ENOMEM;
 
 	if (r < 0) {
 		free(copy);
 		return r;
 	}
 	eos_node_set_name(n, copy);
-	n->parent = p->ino;
+	eos_node_set_parent(n, p->ino);
 	r = eos_copyup_record(rn->v, n);
 	if (r < 0)
 		return r;

@@ -87,7 +87,7 @@ shown_in(struct eos_node *p, const struct eos_node *n)
 
 	if (!eos_node_is_dir(p) || (p->nlink == 0 && p->ino != EOS_ROOT_INO))
 		return false;
-	slot = eos_hashmap_find(&p->x->dirents, n->name, strlen(n->name));
+	slot = eos_hashmap_find(&p->x->dirents, eos_node_name(n), strlen(eos_node_name(n)));
 	if (slot && slot->u64 != EOS_DIRENT_ABSENT)
 		return slot->u64 == n->ino;
 	return !(n->flags & EOS_NODE_UPPER) && !(p->flags & EOS_NODE_OPAQUE);
@@ -101,12 +101,13 @@ path_of(struct eos_view *v, struct eos_node *n)
 	unsigned depth = 0;
 
 	while (path && n->ino != EOS_ROOT_INO) {
-		struct eos_node *p = eos_node_get(v, n->parent);
+		struct eos_node *p = eos_node_get(v, eos_node_parent(n));
+		const char *name = eos_node_name(n);
 		char *longer = NULL;
 
-		if (!p || n->nlink == 0 || !n->name || !shown_in(p, n) || ++depth > PATH_DEPTH_MAX)
+		if (!p || n->nlink == 0 || !name || !shown_in(p, n) || ++depth > PATH_DEPTH_MAX)
 			return NULL;
-		if (asprintf(&longer, "%s%s%s", n->name, *path ? "/" : "", path) < 0)
+		if (asprintf(&longer, "%s%s%s", name, *path ? "/" : "", path) < 0)
 			return NULL;
 		free(path);
 		path = longer;
@@ -120,7 +121,8 @@ static void
 old_entry(struct eos_view *v, struct reset_node *rn)
 {
 	const struct eos_lower *l = rn->n->x->lst;
-	const char *lower = eos_node_lower(rn->n);
+	char buf[EOS_LOWER_BUF];
+	const char *lower = eos_node_lower(rn->n, buf);
 	struct eos_stat st;
 
 	if (l) {
@@ -216,17 +218,16 @@ inval_children(struct reset *rs, struct eos_node *n, const char *path)
 static bool
 entry_changed(const struct reset_node *rn, const struct eos_stat *st)
 {
-	const char *lower = eos_node_lower(rn->n);
-
-	return rn->n->flags & EOS_NODE_UPPER || !rn->entry || !lower ||
-	       strcmp(lower, rn->path) != 0 || rn->version != st->version || rn->kind != st->kind;
+	return rn->n->flags & EOS_NODE_UPPER || !rn->entry ||
+	       !eos_node_origin_is(rn->n, rn->path) || rn->version != st->version ||
+	       rn->kind != st->kind;
 }
 
 /* Whether n can stay (or become) a node of no extension as the mirror of path and st. */
 static bool
 stays_bare(const struct eos_node *n, const char *path, const struct eos_stat *st)
 {
-	return !eos_node_extended(n) && strcmp(n->path, path) == 0 && st->kind != EOS_KIND_DIR &&
+	return !eos_node_extended(n) && eos_node_origin_is(n, path) && st->kind != EOS_KIND_DIR &&
 	       !st->link_group && !st->rdev;
 }
 
@@ -286,8 +287,9 @@ detach(struct reset *rs, struct eos_node *n)
 {
 	int r = 0;
 
-	if (n->nlink > 0 && n->name)
-		r = inval_entry(rs->iv, n->parent, n->name, strlen(n->name));
+	if (n->nlink > 0 && eos_node_name(n))
+		r = inval_entry(rs->iv, eos_node_parent(n), eos_node_name(n),
+				strlen(eos_node_name(n)));
 	r = r ?: inval_ino(rs->iv, n->ino);
 	n->nlink = 0;
 	n->flags &= ~(unsigned)(EOS_NODE_QUEUED | EOS_NODE_REMAPPED); /* the remaps were reset */

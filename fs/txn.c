@@ -50,14 +50,14 @@ eos_txn_save(struct eos_txn *t, struct eos_node *n)
 				    .uid = n->uid,
 				    .gid = n->gid,
 				    .size = n->size,
-				    .parent = n->parent,
+				    .parent = eos_node_parent(n),
 				    .subdirs = n->x->subdirs,
 				    .atime = eos_node_atime(n),
 				    .mtime = n->mtime,
 				    .ctime = eos_node_ctime(n),
 				    .jcopyup = n->x->jcopyup,
-				    .name = n->name ? strdup(n->name) : NULL };
-	if (n->name && !s->name)
+				    .name = eos_node_name(n) ? strdup(eos_node_name(n)) : NULL };
+	if (eos_node_name(n) && !s->name)
 		return -ENOMEM;
 	t->nnodes++;
 	return 0;
@@ -123,15 +123,15 @@ restore(struct eos_txn_node *s)
 	n->uid = s->uid;
 	n->gid = s->gid;
 	n->size = s->size;
-	n->parent = s->parent;
 	n->mtime = s->mtime;
 	if (eos_node_extended(n)) { /* else nothing of it changed */
+		eos_node_set_parent(n, s->parent);
 		n->x->subdirs = s->subdirs;
 		n->x->atime = s->atime;
 		n->x->ctime = s->ctime;
 		n->x->jcopyup = s->jcopyup;
 	}
-	if (s->name && (!n->name || strcmp(n->name, s->name) != 0))
+	if (s->name && (!eos_node_name(n) || strcmp(eos_node_name(n), s->name) != 0))
 		eos_node_set_name(n, TAKE_PTR(s->name));
 	restore_logs(s);
 }

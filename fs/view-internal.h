@@ -17,9 +17,11 @@
  */
 #pragma once
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -27,6 +29,7 @@
 #include "common/hashmap.h"
 #include "common/ino.h"
 #include "common/mutex.h"
+#include "common/path.h"
 
 #include "fs/journal.h"
 #include "fs/view.h"
@@ -61,9 +64,8 @@ enum eos_node_flags {
 	EOS_NODE_QUEUED = 1 << 11,	/* waiting for the background flusher (flusher.c) */
 	EOS_NODE_REMAPPED = 1 << 12,	/* its identity is in the remap table (inode.c) */
 	EOS_NODE_LISTED = 1 << 13,    /* directory: its listing was read and dropped (dirlist.c) */
-	EOS_NODE_NAME_OWN = 1 << 14,  /* name is its own allocation (else it points into path) */
+	EOS_NODE_NAME_OWN = 1 << 14,  /* name is x->name (else the node's path, when it has one) */
 	EOS_NODE_NO_XATTRS = 1 << 15, /* its lower entry has no xattrs (until EOS_NODE_XATTRS) */
-	EOS_NODE_FD_KEPT = 1 << 16,   /* data_fd kept open with no handle (eos_view.kept_fds) */
 	EOS_NODE_PERSISTED = EOS_NODE_UPPER | EOS_NODE_DATA | EOS_NODE_OPAQUE |
 			     EOS_NODE_META_CHANGED | EOS_NODE_CREATED | EOS_NODE_PARTIAL,
 };
@@ -99,13 +101,21 @@ struct eos_xattr {
  */
 struct eos_node_ext {
 	struct eos_lower *lst; /* origin's store entry (dirs: lookups; files: content) */
-	char *lower;	       /* origin path when it is not the node's `path` (NULL: none) */
-	int64_t atime, ctime;  /* ns; a node without an extension has both equal to mtime */
-	uint64_t rdev;	       /* character and block devices: makedev(major, minor) */
-	uint64_t link_group;   /* origin's hard-link group */
-	char *target;	       /* symlink target (loaded on first readlink for lower nodes) */
-	int data_fd;	       /* open data file, or -1 */
-	unsigned opens;	       /* open file handles */
+	char *lower;	       /* origin path when it is not odir's path and the node's name */
+	struct eos_odir
+		*odir; /* directory of the origin built by a lookup (a reference), or NULL */
+	struct eos_odir
+		*kids;	 /* directories: this one's origin path for the nodes looked up in it */
+	char *name;	 /* EOS_NODE_NAME_OWN: the node's name (NULL: none) */
+	uint64_t parent; /* primary link, for copying ancestors up */
+	bool shared;	 /* a zero-valued extension of no node (eos_node_ext_none, odir->none) */
+	bool fd_kept;	 /* data_fd kept open with no handle (eos_view.kept_fds) */
+	int64_t atime, ctime; /* ns; a node without an extension has both equal to mtime */
+	uint64_t rdev;	      /* character and block devices: makedev(major, minor) */
+	uint64_t link_group;  /* origin's hard-link group */
+	char *target;	      /* symlink target (loaded on first readlink for lower nodes) */
+	int data_fd;	      /* open data file, or -1 */
+	unsigned opens;	      /* open file handles */
 	/* bumped when a live publish turns the node into a mirror of the new head (reset.c):
 	 * handles opened before reopen their lower content */
 	uint32_t gen;
@@ -132,25 +142,39 @@ struct eos_node_ext {
 extern const struct eos_node_ext eos_node_ext_none;
 
 /*
+ * A lower directory's origin path, shared by the nodes looked up in it: their origin is this path
+ * and their own name, so a looked-up file keeps only its name. The directory's extension holds
+ * one (x->kids) while its origin stays; each node built under it holds a reference, so the
+ * directory's node may go first. A node without an extension points its x at the odir's `none`
+ * (shared, zero-valued, never written), which is how it finds its odir without a field of its own.
+ */
+struct eos_odir {
+	struct eos_node_ext none;
+	_Atomic uint32_t refs;
+	uint32_t len; /* of path */
+	uint64_t ino; /* the directory's node: its children's parent */
+	char path[];  /* "" for the root */
+};
+
+/*
  * One inode of the view: this much for every looked-up lower file (doc/fs.md, "Memory"), the
  * rest in its extension.
  */
 struct eos_node {
 	uint64_t ino;
 	struct eos_node *hnext; /* next in its table bucket (table shard lock) */
-	/* never NULL: &eos_node_ext_none until extended, then that extension until freed */
+	/* never NULL: &eos_node_ext_none or its odir's none until extended, then that extension
+	 * until freed */
 	struct eos_node_ext *_Atomic x;
-	char *name;	 /* in `path`, or its own (EOS_NODE_NAME_OWN); NULL: none */
-	uint64_t parent; /* primary link, for copying ancestors up */
 	uint64_t size;
 	int64_t mtime; /* ns */
-	uint32_t mode; /* S_IFMT | permissions */
 	uint32_t uid, gid;
 	uint32_t nlink;
 	uint32_t nlookup; /* kernel references (table shard lock; sticks at UINT32_MAX) */
-	uint32_t flags;	  /* enum eos_node_flags */
 	struct eos_mutex lock;
-	/* the origin path of a node built by a lookup ("" for others, and once x->lower is set) */
+	uint16_t mode;	/* S_IFMT | permissions */
+	uint16_t flags; /* enum eos_node_flags */
+	/* the name a lookup found it under, the last component of its origin ("" for others) */
 	char path[];
 };
 
@@ -275,26 +299,74 @@ void eos_table_release(struct eos_table_shard *s);
 /* node.c and inode.c: nodes and the node table */
 /* A node with an extension (created, loaded from the delta, the root), or NULL without memory. */
 struct eos_node *eos_node_new(uint64_t ino);
-/* A node of no extension with origin path, whose last name_len bytes are its name. */
-struct eos_node *eos_node_new_lower(uint64_t ino, const char *path, size_t name_len);
+/* A node of no extension named name, looked up in directory d (a reference taken over). */
+struct eos_node *eos_node_new_lower(uint64_t ino, struct eos_odir *d, const char *name);
+/* The odir of directory p's (locked, extended) children, with a reference for the caller;
+ * NULL without memory or origin. */
+struct eos_odir *eos_node_kids(struct eos_node *p);
+void eos_odir_unref(struct eos_odir *d);
 void eos_node_free(struct eos_node *n);
 static inline bool
 eos_node_extended(const struct eos_node *n)
 {
-	return n->x != &eos_node_ext_none;
+	return !n->x->shared;
+}
+/* The directory n was looked up in (a reference n holds), or NULL. */
+static inline struct eos_odir *
+eos_node_odir(const struct eos_node *n)
+{
+	struct eos_node_ext *x = atomic_load_explicit(&n->x, memory_order_acquire);
+
+	if (!x->shared)
+		return x->odir;
+	return x == &eos_node_ext_none
+		       ? NULL
+		       : (struct eos_odir *)((char *)x - offsetof(struct eos_odir, none));
+}
+/* n's name (NULL: none). */
+static inline const char *
+eos_node_name(const struct eos_node *n)
+{
+	return n->flags & EOS_NODE_NAME_OWN ? n->x->name : n->path[0] ? n->path : NULL;
+}
+/* n's primary parent (0: none). */
+static inline uint64_t
+eos_node_parent(const struct eos_node *n)
+{
+	const struct eos_odir *d;
+
+	if (eos_node_extended(n))
+		return n->x->parent;
+	d = eos_node_odir(n);
+	return d ? d->ino : 0;
 }
 /* Give n (locked, or not yet shared) its extension, with its origin's store entry (x->lst)
  * when it has an origin: 0, -ENOMEM, or the store's error. Call it before reading x->lst. */
 int eos_node_extend(struct eos_view *v, struct eos_node *n);
 /* The extension alone (nothing read from the store): 0 or -ENOMEM. */
 int eos_node_extend_bare(struct eos_node *n);
-/* n's origin path at the view version (x->lower, else path), or NULL when it has none. */
-const char *eos_node_lower(const struct eos_node *n);
+enum {
+	EOS_LOWER_BUF = EOS_PATH_MAX + 1,
+};
+/* n's origin path at the view version (x->lower, else its odir's path and its name, composed in
+ * buf of EOS_LOWER_BUF bytes), or NULL when it has none. */
+const char *eos_node_lower(const struct eos_node *n, char *buf);
+/* Whether n's origin is path (without composing it). */
+bool eos_node_origin_is(const struct eos_node *n, const char *path);
+/* Whether n has an origin. */
+bool eos_node_has_lower(const struct eos_node *n);
 /* Set n's origin path to a copy of path (NULL: none), extending n unless it is its path
  * already: 0 or -ENOMEM. */
 int eos_node_set_lower(struct eos_node *n, const char *path);
-/* Name n name (taken over; NULL: none). */
+/* Name n (extended) name (taken over; NULL: none). */
 void eos_node_set_name(struct eos_node *n, char *name);
+/* Set the primary parent of n (extended). */
+static inline void
+eos_node_set_parent(struct eos_node *n, uint64_t parent)
+{
+	assert(eos_node_extended(n));
+	n->x->parent = parent;
+}
 static inline int64_t
 eos_node_atime(const struct eos_node *n)
 {
@@ -350,7 +422,7 @@ void eos_node_stat(const struct eos_node *n, struct stat *st);
 bool eos_node_lower_extended(const struct eos_stat *st);
 /* Node for a lower store entry (new or existing for its identity), with one kernel reference
  * added when ref. */
-int eos_node_from_lower(struct eos_view *v, const struct eos_node *parent, const char *name,
+int eos_node_from_lower(struct eos_view *v, struct eos_node *parent, const char *name,
 			const struct eos_stat *lst, bool ref, struct eos_node **ret);
 /* What a node keeps of store entry st (malloc'd: free()), or NULL without memory. */
 struct eos_lower *eos_lower_new(const struct eos_stat *st);

@@ -65,9 +65,9 @@ root_from_lower(struct eos_view *v, struct eos_error *err)
 		n->x->lst = eos_lower_new(&st);
 		n->x->lower = strdup("");
 		eos_node_set_name(n, strdup(""));
-		n->parent = EOS_ROOT_INO;
+		eos_node_set_parent(n, EOS_ROOT_INO);
 		n->nlookup = 1;
-		r = n->x->lst && n->x->lower && n->name ? 0 : -ENOMEM;
+		r = n->x->lst && n->x->lower && n->x->name ? 0 : -ENOMEM;
 	}
 	if (r == 0) {
 		r = eos_node_insert(v, n);

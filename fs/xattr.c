@@ -56,8 +56,11 @@ eos_xattr_load(struct eos_view *v, struct eos_node *n)
 	r = eos_node_extend(v, n);
 	if (r < 0)
 		return r;
-	if (eos_node_lower(n) && n->x->lst && n->x->lst->nxattrs > 0)
-		r = eos_tree_xattrs(v->tree, eos_node_lower(n), load_one, n, NULL);
+	if (eos_node_has_lower(n) && n->x->lst && n->x->lst->nxattrs > 0) {
+		char buf[EOS_LOWER_BUF];
+
+		r = eos_tree_xattrs(v->tree, eos_node_lower(n, buf), load_one, n, NULL);
+	}
 	if (r < 0) {
 		eos_xattrs_free(n);
 		return r;

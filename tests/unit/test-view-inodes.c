@@ -218,7 +218,7 @@ START_TEST(test_collision_remapped)
 	squatter->mode = S_IFREG | 0644;
 	ck_rc(eos_node_set_lower(squatter, "elsewhere.txt"), 0);
 	eos_node_set_name(squatter, strdup("elsewhere.txt"));
-	squatter->parent = EOS_ROOT_INO;
+	eos_node_set_parent(squatter, EOS_ROOT_INO);
 	squatter->nlookup = 1;
 	ck_rc(eos_node_insert(v, squatter), 0);
 
@@ -327,10 +327,24 @@ START_TEST(test_lower_file_unextended)
 	char buf[16];
 	struct stat st;
 
+	struct eos_node *dir = tv_lookup(v, "dir"), *f2 = tv_lookup(v, "dir/f2");
+	struct eos_odir *odir = eos_node_odir(f);
+	char path[EOS_LOWER_BUF];
+
 	ck_assert(!eos_node_extended(f));
-	ck_assert_str_eq(eos_node_lower(f), "dir/f1");
-	ck_assert_str_eq(f->name, "f1");
-	ck_assert(eos_node_extended(tv_lookup(v, "dir")));
+	/* it keeps its name; its directory's origin is shared with its siblings */
+	ck_assert_uint_le(offsetof(struct eos_node, path), 64);
+	ck_assert_str_eq(f->path, "f1");
+	ck_assert_str_eq(eos_node_lower(f, path), "dir/f1");
+	ck_assert(eos_node_origin_is(f, "dir/f1"));
+	ck_assert(!eos_node_origin_is(f, "dir/f"));
+	ck_assert(!eos_node_origin_is(f, "dirf1"));
+	ck_assert_str_eq(eos_node_name(f), "f1");
+	ck_assert_uint_eq(eos_node_parent(f), dir->ino);
+	ck_assert_ptr_nonnull(odir);
+	ck_assert_ptr_eq(eos_node_odir(f2), odir);
+	ck_assert_str_eq(odir->path, "dir");
+	ck_assert(eos_node_extended(dir));
 	ck_assert(eos_node_extended(link));
 	ck_assert_uint_eq(link->nlink, 2);
 	ck_rc(eos_fs_getattr(v, f, &st), 0);
@@ -341,6 +355,10 @@ START_TEST(test_lower_file_unextended)
 	ck_assert(!eos_node_extended(f));
 	ck_rc(eos_fs_open(v, &ctx, f, O_RDONLY, &h), 0);
 	ck_assert(eos_node_extended(f));
+	/* the extension takes the directory's reference over */
+	ck_assert_ptr_eq(eos_node_odir(f), odir);
+	ck_assert_str_eq(eos_node_lower(f, path), "dir/f1");
+	ck_assert_uint_eq(eos_node_parent(f), dir->ino);
 	ck_assert_int_eq(eos_fs_read(v, h, buf, sizeof(buf), 0), 1);
 	ck_assert_int_eq(buf[0], '1');
 	ck_rc(eos_fs_release(v, h), 0);
