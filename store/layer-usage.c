@@ -166,7 +166,8 @@ count_refs(struct usage *u, struct eos_error *err)
 	EOS_CLEANUP(eos_buf_release) struct eos_buf val = { 0 };
 	int r = 0;
 
-	qsort(u->refs, u->nrefs, sizeof(*u->refs), by_layer);
+	if (u->nrefs > 0) /* refs is NULL then, which qsort may not be given */
+		qsort(u->refs, u->nrefs, sizeof(*u->refs), by_layer);
 	for (size_t i = 0; i < u->n; i++)
 		u->u[i].stored_known = true;
 	for (size_t i = 0; r == 0 && i < u->nrefs; i++) {
