@@ -367,6 +367,56 @@ START_TEST(test_lower_file_unextended)
 END_TEST
 
 /*
+ * A looked-up file keeps its directory's origin path alive (struct eos_odir): the directory's
+ * node may be forgotten first, renamed, and looked up again, and the file still reads its
+ * origin, is found again by its identity, and gets its own name and parent once renamed.
+ */
+START_TEST(test_origin_outlives_directory)
+{
+	struct eos_view *v = view_open("s1");
+	struct eos_node *root = tv_root(v), *dir = tv_lookup(v, "dir"), *sub, *y, *again;
+	char path[EOS_LOWER_BUF], buf[16];
+	uint64_t sub_ino;
+
+	ck_rc(eos_fs_lookup(v, dir, "sub", &sub), 0);
+	ck_rc(eos_fs_lookup(v, sub, "y.txt", &y), 0);
+	sub_ino = sub->ino;
+	ck_assert(!eos_node_extended(y));
+	ck_assert_ptr_eq(eos_node_odir(y), sub->x->kids);
+	/* the kernel forgets the directory first: its node goes, its path stays with y */
+	eos_node_forget(v, sub_ino, sub->nlookup);
+	ck_assert_ptr_null(eos_node_get(v, sub_ino));
+	ck_assert_str_eq(eos_node_lower(y, path), "dir/sub/y.txt");
+	ck_assert_uint_eq(eos_node_parent(y), sub_ino);
+	/* looked up again, the directory's new node finds the same file node */
+	ck_rc(eos_fs_lookup(v, dir, "sub", &sub), 0);
+	ck_assert_uint_eq(sub->ino, sub_ino);
+	ck_rc(eos_fs_lookup(v, sub, "y.txt", &again), 0);
+	ck_assert_ptr_eq(again, y);
+	ck_assert_str_eq(tv_read_all(v, "dir/sub/y.txt", buf, sizeof(buf)), "y");
+	/* a renamed directory keeps its origin, and so do the files below it */
+	ck_rc(eos_fs_rename(v, dir, "sub", root, "moved", 0), 0);
+	ck_assert_str_eq(tv_read_all(v, "moved/y.txt", buf, sizeof(buf)), "y");
+	ck_assert_ptr_eq(tv_lookup(v, "moved/y.txt"), y);
+	ck_assert_str_eq(eos_node_lower(y, path), "dir/sub/y.txt");
+	/* a renamed file: its own name and parent, the same origin */
+	ck_rc(eos_fs_rename(v, sub, "y.txt", root, "z.txt", 0), 0);
+	ck_assert(eos_node_extended(y));
+	ck_assert_str_eq(eos_node_name(y), "z.txt");
+	ck_assert_uint_eq(eos_node_parent(y), EOS_ROOT_INO);
+	ck_assert_str_eq(eos_node_lower(y, path), "dir/sub/y.txt");
+	ck_assert_str_eq(tv_read_all(v, "z.txt", buf, sizeof(buf)), "y");
+	eos_view_close(v);
+	/* the delta recorded it: the remount shows it */
+	v = view_open("s1");
+	ck_assert_str_eq(tv_read_all(v, "z.txt", buf, sizeof(buf)), "y");
+	ck_assert_str_eq(tv_read_all(v, "dir/f1", buf, sizeof(buf)), "1");
+	ck_assert_int_eq(eos_fs_lookup(v, tv_lookup(v, "moved"), "y.txt", &again), -ENOENT);
+	eos_view_close(v);
+}
+END_TEST
+
+/*
  * A listing hands out what it read of each lower file, and the node built from that is the one
  * a lookup builds; it keeps those attributes until a read starts past them.
  */
@@ -423,6 +473,7 @@ inodes_suite(void)
 	tcase_add_test(tc, test_collision_remapped);
 	tcase_add_test(tc, test_listing_dropped);
 	tcase_add_test(tc, test_lower_file_unextended);
+	tcase_add_test(tc, test_origin_outlives_directory);
 	tcase_add_test(tc, test_listed_attributes);
 	suite_add_tcase(s, tc);
 	return s;
