@@ -344,7 +344,7 @@ static struct eos_node *
 node_build(struct eos_view *v, uint64_t ino, struct eos_node *parent, const char *name,
 	   const struct eos_stat *lst)
 {
-	struct eos_odir *d = eos_node_kids(parent);
+	struct eos_odir *d = eos_node_kids(v, parent);
 	struct eos_node *n = d ? eos_node_new_lower(ino, d, name) : NULL;
 
 	if (!n) {

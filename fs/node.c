@@ -63,7 +63,7 @@ eos_odir_unref(struct eos_odir *d)
 }
 
 struct eos_odir *
-eos_node_kids(struct eos_node *p)
+eos_node_kids(struct eos_view *v, struct eos_node *p)
 {
 	struct eos_node_ext *x = p->x;
 	char buf[EOS_LOWER_BUF];
@@ -75,6 +75,10 @@ eos_node_kids(struct eos_node *p)
 		lower = eos_node_lower(p, buf);
 		if (!lower || !(x->kids = odir_new(p->ino, lower)))
 			return NULL;
+		if (x->lst && x->lst->kind == EOS_KIND_DIR) {
+			x->kids->version = v->version;
+			x->kids->floor = x->lst->floor;
+		}
 	}
 	atomic_fetch_add_explicit(&x->kids->refs, 1, memory_order_relaxed);
 	return x->kids;
@@ -125,6 +129,20 @@ eos_node_extend_bare(struct eos_node *n)
 	return 0;
 }
 
+/* The store entry of n's origin lower: one lookup below its directory while the view is at the
+ * version its odir knows the directory's entry for, else a walk from the root. */
+static int
+origin_stat(struct eos_view *v, const struct eos_node *n, const char *lower, struct eos_stat *ret)
+{
+	const struct eos_odir *d = n->x->lower ? NULL : eos_node_odir(n);
+	struct eos_stat dir = { .kind = EOS_KIND_DIR };
+
+	if (!d || d->version == 0 || d->version != v->version)
+		return eos_tree_stat(v->tree, lower, ret, NULL);
+	dir.floor = d->floor;
+	return eos_tree_lookup_child(v->tree, d->path, &dir, n->path, ret, NULL);
+}
+
 int
 eos_node_extend(struct eos_view *v, struct eos_node *n)
 {
@@ -137,7 +155,7 @@ eos_node_extend(struct eos_view *v, struct eos_node *n)
 
 	if (!lower || n->x->lst)
 		return eos_node_extend_bare(n);
-	r = eos_tree_stat(v->tree, lower, &st, NULL);
+	r = origin_stat(v, n, lower, &st);
 	if (r < 0) {
 		eos_log_error("view of '%s': inode %lu: origin '%s': %s", v->sandbox,
 			      (unsigned long)n->ino, lower, strerror(-r));

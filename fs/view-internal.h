@@ -153,7 +153,10 @@ struct eos_odir {
 	_Atomic uint32_t refs;
 	uint32_t len; /* of path */
 	uint64_t ino; /* the directory's node: its children's parent */
-	char path[];  /* "" for the root */
+	/* the directory's entry at the view's version `version` (0: unknown), so that a child's
+	 * entry is one lookup below it instead of a walk from the root */
+	uint64_t version, floor;
+	char path[]; /* "" for the root */
 };
 
 /*
@@ -303,7 +306,7 @@ struct eos_node *eos_node_new(uint64_t ino);
 struct eos_node *eos_node_new_lower(uint64_t ino, struct eos_odir *d, const char *name);
 /* The odir of directory p's (locked, extended) children, with a reference for the caller;
  * NULL without memory or origin. */
-struct eos_odir *eos_node_kids(struct eos_node *p);
+struct eos_odir *eos_node_kids(struct eos_view *v, struct eos_node *p);
 void eos_odir_unref(struct eos_odir *d);
 void eos_node_free(struct eos_node *n);
 static inline bool

@@ -344,6 +344,9 @@ START_TEST(test_lower_file_unextended)
 	ck_assert_ptr_nonnull(odir);
 	ck_assert_ptr_eq(eos_node_odir(f2), odir);
 	ck_assert_str_eq(odir->path, "dir");
+	/* it knows the directory's entry, so that f1's is one lookup below it */
+	ck_assert_uint_eq(odir->version, v->version);
+	ck_assert_uint_eq(odir->floor, dir->x->lst->floor);
 	ck_assert(eos_node_extended(dir));
 	ck_assert(eos_node_extended(link));
 	ck_assert_uint_eq(link->nlink, 2);
