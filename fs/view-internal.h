@@ -96,16 +96,17 @@ struct eos_xattr {
 /*
  * What a node keeps only once it needs it (eos_node_extend): every upper node, directory, open
  * file, symlink read, device and hard-linked file has one. A node that only mirrors a lower file
- * the kernel looked up has none: its x is &eos_node_ext_none, a read-only, zero-valued extension
- * (data_fd -1), so that reading any field works and writing one is a fault.
+ * the kernel looked up has none: its x is a zero-valued extension (data_fd -1, shared) that no
+ * one writes, so that reading any field works: its directory's odir->none, or
+ * &eos_node_ext_none (read-only: a write faults) for a node of no directory.
  */
 struct eos_node_ext {
 	struct eos_lower *lst; /* origin's store entry (dirs: lookups; files: content) */
 	char *lower;	       /* origin path when it is not odir's path and the node's name */
-	struct eos_odir
-		*odir; /* directory of the origin built by a lookup (a reference), or NULL */
-	struct eos_odir
-		*kids;	 /* directories: this one's origin path for the nodes looked up in it */
+	/* the directory a lookup built the node in (a reference), or NULL */
+	struct eos_odir *odir;
+	/* directories: this one's origin path for the nodes looked up in it (a reference) */
+	struct eos_odir *kids;
 	char *name;	 /* EOS_NODE_NAME_OWN: the node's name (NULL: none) */
 	uint64_t parent; /* primary link, for copying ancestors up */
 	bool shared;	 /* a zero-valued extension of no node (eos_node_ext_none, odir->none) */
