@@ -316,8 +316,8 @@ eos_view_delta(struct eos_view *v, eos_delta_fn fn, void *ctx, struct eos_error 
 	char buf[EOS_LOWER_BUF];
 
 	eos_node_lock(root);
-	cleanup_free char *origin =
-		eos_node_lower(root, buf) ? strdup(eos_node_lower(root, buf)) : NULL;
+	const char *lower = eos_node_lower(root, buf);
+	cleanup_free char *origin = lower ? strdup(lower) : NULL;
 	bool changed = root->flags & EOS_NODE_META_CHANGED;
 	eos_node_unlock(root);
 	/* the root itself is an entry only when its attributes or xattrs changed */

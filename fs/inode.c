@@ -318,15 +318,10 @@ identity_drop(struct eos_view *v, struct eos_node *n)
 }
 
 static int
-child_path(const struct eos_node *parent, const char *name, char **ret)
+child_path(const struct eos_odir *d, const char *name, char **ret)
 {
-	char buf[EOS_LOWER_BUF];
-	const char *dir = eos_node_lower(parent, buf);
-	int r;
+	int r = d->len ? asprintf(ret, "%s/%s", d->path, name) : asprintf(ret, "%s", name);
 
-	if (!dir)
-		return -ENOENT; /* no lower directory: no lower children */
-	r = dir[0] ? asprintf(ret, "%s/%s", dir, name) : asprintf(ret, "%s", name);
 	return r < 0 ? -ENOMEM : 0;
 }
 
@@ -338,14 +333,13 @@ eos_node_lower_extended(const struct eos_stat *lst)
 	return lst->kind == EOS_KIND_DIR || lst->link_group || lst->rdev;
 }
 
-/* The node of lower entry lst named name in parent (locked), its name in its own allocation and
- * its directory's path shared: a looked-up lower file costs this one allocation. */
+/* The node of lower entry lst named name in directory d, its name in its own allocation and
+ * d shared: a looked-up lower file costs this one allocation. */
 static struct eos_node *
-node_build(struct eos_view *v, uint64_t ino, struct eos_node *parent, const char *name,
+node_build(struct eos_view *v, uint64_t ino, struct eos_odir *d, const char *name,
 	   const struct eos_stat *lst)
 {
-	struct eos_odir *d = eos_node_kids(v, parent);
-	struct eos_node *n = d ? eos_node_new_lower(ino, d, name) : NULL;
+	struct eos_node *n = eos_node_new_lower(ino, eos_odir_ref(d), name);
 
 	if (!n) {
 		eos_odir_unref(d);
@@ -426,9 +420,9 @@ remap_new(struct eos_view *v, const char *path, uint64_t group, uint64_t *ino)
 	return remap_update(v, path, group, REMAP_CLAIM, eos_node_alloc_ino(v), ino);
 }
 
-/* The node for lower entry lst at path (path is freed here). */
+/* The node for lower entry lst at path, named name in directory d (path is freed here). */
 static int
-lower_node(struct eos_view *v, struct eos_node *parent, const char *name, char *path,
+lower_node(struct eos_view *v, struct eos_odir *d, const char *name, char *path,
 	   const struct eos_stat *lst, bool ref, struct eos_node **ret)
 {
 	const uint64_t group = lst->link_group;
@@ -450,7 +444,7 @@ lower_node(struct eos_view *v, struct eos_node *parent, const char *name, char *
 			r = tries < 8 ? remap_new(v, at, group, &ino) : -EIO;
 		else if (where == PLACE_NOMEM)
 			r = -ENOMEM;
-		else if (where == PLACE_FREE && !(fresh = node_build(v, ino, parent, name, lst)))
+		else if (where == PLACE_FREE && !(fresh = node_build(v, ino, d, name, lst)))
 			r = -ENOMEM;
 		if (fresh && where == PLACE_FREE)
 			fresh->nlookup = ref ? 1 : 0;
@@ -465,8 +459,14 @@ int
 eos_node_from_lower(struct eos_view *v, struct eos_node *parent, const char *name,
 		    const struct eos_stat *lst, bool ref, struct eos_node **ret)
 {
+	/* the parent's origin, shared by the children it has built */
+	struct eos_odir *d = eos_node_kids(v, parent);
 	char *path = NULL;
-	int r = child_path(parent, name, &path);
+	int r;
 
-	return r ?: lower_node(v, parent, name, path, lst, ref, ret);
+	if (!d) /* no lower directory: no lower children */
+		return eos_node_has_lower(parent) ? -ENOMEM : -ENOENT;
+	r = child_path(d, name, &path) ?: lower_node(v, d, name, path, lst, ref, ret);
+	eos_odir_unref(d);
+	return r;
 }

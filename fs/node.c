@@ -43,8 +43,7 @@ odir_new(uint64_t ino, const char *path)
 	if (!d)
 		return NULL;
 	memset(d, 0, sizeof(*d));
-	d->none.data_fd = -1;
-	d->none.shared = true;
+	d->none = eos_node_ext_none;
 	atomic_init(&d->refs, 1);
 	d->len = (uint32_t)len;
 	d->ino = ino;
@@ -80,8 +79,14 @@ eos_node_kids(struct eos_view *v, struct eos_node *p)
 			x->kids->floor = x->lst->floor;
 		}
 	}
-	atomic_fetch_add_explicit(&x->kids->refs, 1, memory_order_relaxed);
-	return x->kids;
+	return eos_odir_ref(x->kids);
+}
+
+struct eos_odir *
+eos_odir_ref(struct eos_odir *d)
+{
+	atomic_fetch_add_explicit(&d->refs, 1, memory_order_relaxed);
+	return d;
 }
 
 struct eos_node *

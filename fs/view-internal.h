@@ -308,6 +308,8 @@ struct eos_node *eos_node_new_lower(uint64_t ino, struct eos_odir *d, const char
 /* The odir of directory p's (locked, extended) children, with a reference for the caller;
  * NULL without memory or origin. */
 struct eos_odir *eos_node_kids(struct eos_view *v, struct eos_node *p);
+/* Another reference to d (returned). */
+struct eos_odir *eos_odir_ref(struct eos_odir *d);
 void eos_odir_unref(struct eos_odir *d);
 void eos_node_free(struct eos_node *n);
 static inline bool
