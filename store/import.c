@@ -675,8 +675,8 @@ stage_git_indexes(const struct walk *w, struct eos_changeset *cs, int root_fd,
 
 		if (!f->git_index)
 			continue;
-		r = eos_import_git_index(cs, root_fd, f->path, f->dev, f->ino, o->keep_git_index,
-					 &bytes, &refreshed, err);
+		r = eos_import_git_index(cs, root_fd, f->path, f->dev, f->ino,
+					 o && o->keep_git_index, &bytes, &refreshed, err);
 		if (r < 0)
 			return r;
 		ret->files++;
