@@ -70,6 +70,55 @@ eos_sha256_free(struct eos_sha256 *ctx)
 	free(ctx);
 }
 
+struct eos_md {
+	EVP_MD_CTX *ctx;
+	size_t len;
+};
+
+int
+eos_md_new(size_t len, struct eos_md **ret)
+{
+	const EVP_MD *type = len == EOS_SHA1_LEN ? EVP_sha1() : EVP_sha256();
+	struct eos_md *md;
+
+	if (len != EOS_SHA1_LEN && len != EOS_DIGEST_LEN)
+		return -EINVAL;
+	md = calloc(1, sizeof(*md));
+	if (!md)
+		return -ENOMEM;
+	md->len = len;
+	md->ctx = EVP_MD_CTX_new();
+	if (!md->ctx || !EVP_DigestInit_ex(md->ctx, type, NULL)) {
+		eos_md_free(md);
+		return -ENOMEM;
+	}
+	*ret = md;
+	return 0;
+}
+
+int
+eos_md_update(struct eos_md *md, const void *p, size_t n)
+{
+	return EVP_DigestUpdate(md->ctx, p, n) ? 0 : -EIO;
+}
+
+int
+eos_md_final(struct eos_md *md, uint8_t *out)
+{
+	unsigned int len = 0;
+
+	return EVP_DigestFinal_ex(md->ctx, out, &len) && len == md->len ? 0 : -EIO;
+}
+
+void
+eos_md_free(struct eos_md *md)
+{
+	if (!md)
+		return;
+	EVP_MD_CTX_free(md->ctx);
+	free(md);
+}
+
 void
 eos_digest_hex(const struct eos_digest *d, char *out)
 {

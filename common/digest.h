@@ -36,6 +36,21 @@ int eos_sha256_update(struct eos_sha256 *ctx, const void *p, size_t n);
 int eos_sha256_final(struct eos_sha256 *ctx, struct eos_digest *ret);
 void eos_sha256_free(struct eos_sha256 *ctx);
 
+/* Streaming SHA-1 or SHA-256 chosen by digest length (git's object ids); opaque. */
+struct eos_md;
+
+/* len: EOS_SHA1_LEN or EOS_DIGEST_LEN, else -EINVAL. Caller frees *ret with eos_md_free(). */
+int eos_md_new(size_t len, struct eos_md **ret);
+int eos_md_update(struct eos_md *md, const void *p, size_t n);
+/* Finish into out[len]. Returns 0 or -EIO. */
+int eos_md_final(struct eos_md *md, uint8_t *out);
+void eos_md_free(struct eos_md *md);
+static inline void
+eos_md_freep(struct eos_md **md)
+{
+	eos_md_free(*md);
+}
+
 /* Write 64 lowercase hex digits and a NUL into out (at least 65 bytes). */
 void eos_digest_hex(const struct eos_digest *d, char *out);
 /* Parse 64 hex digits. Returns 0 or -EINVAL. */

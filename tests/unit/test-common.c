@@ -307,6 +307,34 @@ START_TEST(digest_known_vectors)
 }
 END_TEST
 
+/* The streaming SHA-1 / SHA-256 git's object ids use: git hash-object of "hello\n". */
+START_TEST(digest_md_git_blob)
+{
+	static const uint8_t blob_sha1[EOS_SHA1_LEN] = { 0xce, 0x01, 0x36, 0x25, 0x03, 0x0b, 0xa8,
+							 0xdb, 0xa9, 0x06, 0xf7, 0x56, 0x96, 0x7f,
+							 0x9e, 0x9c, 0xa3, 0x94, 0x46, 0x4a };
+	struct eos_md *md = NULL;
+	uint8_t out[EOS_DIGEST_LEN];
+	struct eos_digest d;
+
+	ck_assert_int_eq(eos_md_new(EOS_SHA1_LEN, &md), 0);
+	ck_assert_int_eq(eos_md_update(md, "blob 6", 7), 0); /* with its NUL */
+	ck_assert_int_eq(eos_md_update(md, "hello\n", 6), 0);
+	ck_assert_int_eq(eos_md_final(md, out), 0);
+	ck_assert_mem_eq(out, blob_sha1, EOS_SHA1_LEN);
+	eos_md_free(md);
+	md = NULL;
+	ck_assert_int_eq(eos_md_new(EOS_DIGEST_LEN, &md), 0);
+	ck_assert_int_eq(eos_md_update(md, "ab", 2), 0);
+	ck_assert_int_eq(eos_md_update(md, "c", 1), 0);
+	ck_assert_int_eq(eos_md_final(md, out), 0);
+	ck_assert_int_eq(eos_sha256("abc", 3, &d), 0);
+	ck_assert_mem_eq(out, d.b, EOS_DIGEST_LEN);
+	eos_md_free(md);
+	ck_assert_int_eq(eos_md_new(16, &md), -EINVAL);
+}
+END_TEST
+
 START_TEST(json_helpers)
 {
 	EOS_CLEANUP(json_decrefp) json_t *o = json_object();
@@ -452,6 +480,7 @@ common_suite(void)
 	tcase_add_test(tc, path_split_join_below);
 	tcase_add_test(tc, rm_rf_removes_tree_not_link_targets);
 	tcase_add_test(tc, digest_known_vectors);
+	tcase_add_test(tc, digest_md_git_blob);
 	tcase_add_test(tc, json_helpers);
 	tcase_add_test(tc, quote_like_git);
 	tcase_add_test(tc, errkind_names_statuses_and_errnos);
