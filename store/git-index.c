@@ -204,13 +204,14 @@ refresh_entry(struct index_reader *rd, size_t *at, eos_gitidx_fresh_fn fresh, vo
 	      size_t *refreshed)
 {
 	size_t entry = *at, pos = entry + STAT_LEN + rd->oid_len;
-	struct eos_gitidx_stat rec, view;
+	struct eos_gitidx_entry e = { .oid = rd->buf + entry + STAT_LEN, .oid_len = rd->oid_len };
+	struct eos_gitidx_stat view;
 	uint16_t flags, xflags = 0;
 	int r;
 
 	if (pos + 2 > rd->end)
 		return -EBADMSG;
-	stat_get(rd->buf + entry, &rec);
+	stat_get(rd->buf + entry, &e.stat);
 	flags = get_be16(rd->buf + pos);
 	pos += 2;
 	if (flags & FLAG_EXTENDED) {
@@ -223,9 +224,10 @@ refresh_entry(struct index_reader *rd, size_t *at, eos_gitidx_fresh_fn fresh, vo
 	if (r < 0)
 		return r;
 	*at = pos;
-	if (!fresh || !entry_is_checked(&rec, flags, xflags) || !fresh(ctx, rd->path, &rec, &view))
+	e.path = rd->path;
+	if (!fresh || !entry_is_checked(&e.stat, flags, xflags) || !fresh(ctx, &e, &view))
 		return 0;
-	if (memcmp(&rec, &view, sizeof(rec)) != 0) {
+	if (memcmp(&e.stat, &view, sizeof(view)) != 0) {
 		stat_put(rd->buf + entry, &view);
 		(*refreshed)++;
 	}

@@ -16,13 +16,20 @@ struct eos_gitidx_stat {
 	uint32_t ino, mode, uid, gid, size;
 };
 
+/* One entry of an index, as the refresh offers it. */
+struct eos_gitidx_entry {
+	const char *path;	     /* relative to the work tree */
+	struct eos_gitidx_stat stat; /* what the index holds */
+	const uint8_t *oid;	     /* the object id of the content git last hashed */
+	size_t oid_len;		     /* EOS_SHA1_LEN, or 32 in a SHA-256 repository */
+};
+
 /*
- * Asked for each entry that names a regular file or a symlink at stage 0: path is the entry's
- * path (relative to the work tree), rec what the index holds. Returns true and fills *view when
- * the entry still describes the imported file and *view is the stat data a view shows of it;
- * false leaves the entry as it is.
+ * Asked for each entry that names a regular file or a symlink at stage 0. Returns true and fills
+ * *view when the entry still describes the imported file and *view is the stat data a view shows
+ * of it; false leaves the entry as it is.
  */
-typedef bool (*eos_gitidx_fresh_fn)(void *ctx, const char *path, const struct eos_gitidx_stat *rec,
+typedef bool (*eos_gitidx_fresh_fn)(void *ctx, const struct eos_gitidx_entry *e,
 				    struct eos_gitidx_stat *view);
 
 /*

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/digest.h"
 #include "common/ino.h"
 #include "common/path.h"
 
@@ -42,6 +43,15 @@ eos_import_is_git_index(const char *path)
 	size_t n = strlen(path), t = sizeof(tail) - 1;
 
 	return strcmp(path, tail + 1) == 0 || (n > t && strcmp(path + n - t, tail) == 0);
+}
+
+char *
+eos_import_git_work_tree(const char *index)
+{
+	size_t n = strlen(index) - strlen(".git/index");
+
+	/* "a/b/.git/index" → "a/b", ".git/index" → "" */
+	return strndup(index, n ? n - 1 : 0);
 }
 
 /* What the import staged at path: its recorded attributes and size; false for other kinds. */
@@ -77,19 +87,11 @@ host_matches(const struct stat *sb, const struct eos_gitidx_stat *rec, const str
 	       eos_import_time_ns(sb->st_mtim.tv_sec, sb->st_mtim.tv_nsec) == attr->mtime_ns;
 }
 
-static bool
-fresh(void *ctx, const char *path, const struct eos_gitidx_stat *rec, struct eos_gitidx_stat *view)
+bool
+eos_import_git_view(const char *path, const struct eos_attr *attr, uint64_t size, uint32_t mode,
+		    struct eos_gitidx_stat *view)
 {
-	struct fresh_ctx *c = ctx;
-	const struct eos_attr *attr;
-	cleanup_free char *full = NULL;
-	struct stat sb;
-	uint64_t size;
-
-	if (eos_path_join(c->top, path, &full) < 0 ||
-	    !staged(c, full, rec->mode & S_IFMT, &attr, &size) || attr->mtime_ns < 0 ||
-	    fstatat(c->root_fd, full, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !host_matches(&sb, rec, attr, size))
+	if (attr->mtime_ns < 0)
 		return false;
 	/* a view shows a lower file's recorded mtime as its ctime too (doc/fs.md) */
 	*view = (struct eos_gitidx_stat){
@@ -97,13 +99,65 @@ fresh(void *ctx, const char *path, const struct eos_gitidx_stat *rec, struct eos
 		.ctime_ns = (uint32_t)(attr->mtime_ns % NS),
 		.mtime_s = (uint32_t)(attr->mtime_ns / NS),
 		.mtime_ns = (uint32_t)(attr->mtime_ns % NS),
-		.ino = (uint32_t)eos_ino_derived(full, 0),
-		.mode = rec->mode,
+		.ino = (uint32_t)eos_ino_derived(path, 0),
+		.mode = mode,
 		.uid = attr->uid,
 		.gid = attr->gid,
 		.size = (uint32_t)size,
 	};
 	return true;
+}
+
+static int
+blob_id_fd(struct eos_md *md, int fd, uint64_t size)
+{
+	uint8_t buf[64 << 10];
+
+	for (uint64_t off = 0; off < size;) {
+		ssize_t n = pread(fd, buf, (size_t)EOS_MIN((uint64_t)sizeof(buf), size - off),
+				  (off_t)off);
+		int r;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -ENODATA;
+		if ((r = eos_md_update(md, buf, (size_t)n)) < 0)
+			return r;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+int
+eos_import_git_blob_id(size_t oid_len, const void *p, int fd, uint64_t size, uint8_t *out)
+{
+	EOS_CLEANUP(eos_md_freep) struct eos_md *md = NULL;
+	char head[32];
+	int n = snprintf(head, sizeof(head), "blob %llu", (unsigned long long)size);
+	int r = eos_md_new(oid_len, &md);
+
+	if (r < 0 || (r = eos_md_update(md, head, (size_t)n + 1)) < 0)
+		return r;
+	r = p ? eos_md_update(md, p, size) : blob_id_fd(md, fd, size);
+	return r < 0 ? r : eos_md_final(md, out);
+}
+
+static bool
+fresh(void *ctx, const struct eos_gitidx_entry *e, struct eos_gitidx_stat *view)
+{
+	struct fresh_ctx *c = ctx;
+	const struct eos_attr *attr;
+	cleanup_free char *full = NULL;
+	struct stat sb;
+	uint64_t size;
+
+	if (eos_path_join(c->top, e->path, &full) < 0 ||
+	    !staged(c, full, e->stat.mode & S_IFMT, &attr, &size) ||
+	    fstatat(c->root_fd, full, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !host_matches(&sb, &e->stat, attr, size))
+		return false;
+	return eos_import_git_view(full, attr, size, e->stat.mode, view);
 }
 
 /* The index bytes refreshed for the views, staged at path; *refreshed: entries rewritten. */
@@ -114,13 +168,11 @@ stage_refreshed(struct eos_changeset *cs, int root_fd, const char *path, int fd,
 	struct fresh_ctx c = { .cs = cs, .root_fd = root_fd };
 	struct eos_attr attr = eos_import_attr_from_stat(sb);
 	cleanup_free uint8_t *buf = malloc(sb->st_size ? (size_t)sb->st_size : 1);
-	cleanup_free char *top = strndup(path, strlen(path) - strlen(".git/index"));
+	cleanup_free char *top = eos_import_git_work_tree(path);
 	int r;
 
 	if (!buf || !top)
 		return eos_import_no_memory(err);
-	if (*top)
-		top[strlen(top) - 1] = '\0'; /* "a/b/" → "a/b" */
 	c.top = top;
 	r = eos_pread_all(fd, buf, (size_t)sb->st_size);
 	if (r == -ENODATA)

@@ -12,6 +12,8 @@
  * links). Nothing is staged when this pass fails. The
  * second pass reads the data of the entries that survived and hands it to the worker pool.
  */
+#include "store/import-tar.h"
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,51 +24,11 @@
 #include "common/cleanup.h"
 #include "common/path.h"
 
-#include "store/archive.h"
-#include "store/import.h"
 #include "store/store-internal.h"
 
 enum {
 	TAR_BLOCK = 128 << 10, /* libarchive read size */
 	TABLE_MIN = 1024,
-};
-
-enum tar_kind {
-	TAR_DIR,
-	TAR_FILE,
-	TAR_SYMLINK,
-	TAR_NODE,    /* a fifo or a device */
-	TAR_SOCKET,  /* skipped, and listed in the result */
-	TAR_SPECIAL, /* a type the store cannot hold: refused */
-};
-
-/* The final state of one path. */
-struct tar_node {
-	char *path;
-	enum tar_kind kind;
-	struct eos_attr attr;
-	char *target;	    /* TAR_SYMLINK */
-	enum eos_kind node; /* TAR_NODE: FIFO, CHR or BLK */
-	uint64_t rdev;	    /* TAR_NODE: the device */
-	size_t content;	    /* TAR_FILE: index of the archive entry that holds the bytes */
-	uint64_t size;	    /* TAR_FILE */
-	size_t link_to;	    /* TAR_FILE: node staged with this content, or SIZE_MAX (itself) */
-};
-
-struct tar_scan {
-	const char *src;
-	struct tar_node *nodes; /* in order of first appearance: parents before children */
-	size_t n, cap;
-	size_t *table; /* open addressing over nodes: index + 1, 0 = free */
-	size_t table_cap;
-	struct eos_attr root;
-	size_t nentries;
-	size_t *primary; /* per archive entry: index + 1 of the node staged with its bytes */
-	size_t groups, nlinks, ndirs, nsyms, nnodes;
-	uint64_t group_bytes; /* the sizes of the groups' contents */
-	struct eos_import_problems specials;
-	struct eos_import_result *ret; /* sockets go to its skipped list */
-	bool not_tar;
 };
 
 static void
@@ -75,6 +37,7 @@ scan_release(struct tar_scan *s)
 	for (size_t i = 0; i < s->n; i++) {
 		free(s->nodes[i].path);
 		free(s->nodes[i].target);
+		eos_tar_git_release(&s->nodes[i]);
 	}
 	free(s->nodes);
 	free(s->table);
@@ -112,9 +75,8 @@ scan_slot(const struct tar_scan *s, const char *path, size_t len)
 	}
 }
 
-/* Index of the node for path[0..len), or SIZE_MAX. */
-static size_t
-scan_find(const struct tar_scan *s, const char *path, size_t len)
+size_t
+eos_tar_find(const struct tar_scan *s, const char *path, size_t len)
 {
 	size_t v = s->table_cap ? *scan_slot(s, path, len) : 0;
 
@@ -182,7 +144,7 @@ scan_parents(struct tar_scan *s, const char *path, const struct eos_attr *attr)
 	const char *slash = strrchr(path, '/');
 	size_t idx;
 
-	if (!slash || scan_find(s, path, (size_t)(slash - path)) != SIZE_MAX)
+	if (!slash || eos_tar_find(s, path, (size_t)(slash - path)) != SIZE_MAX)
 		return 0;
 	for (slash = strchr(path, '/'); slash; slash = strchr(slash + 1, '/'))
 		if (scan_node(s, path, (size_t)(slash - path), attr, &idx) < 0)
@@ -203,6 +165,7 @@ scan_put(struct tar_scan *s, const char *path, enum tar_kind kind, const struct 
 		return r;
 	node = &s->nodes[*ret];
 	free(node->target);
+	eos_tar_git_release(node);
 	*node = (struct tar_node){
 		.path = node->path, .kind = kind, .attr = *attr, .link_to = SIZE_MAX
 	};
@@ -243,7 +206,7 @@ scan_hardlink(struct tar_scan *s, const char *name, const char *path, const char
 	r = eos_path_normalize(link, &target, err);
 	if (r < 0)
 		return eos_error_prefix(err, r, "archive entry '%s': hard link", name);
-	t = scan_find(s, target, strlen(target));
+	t = eos_tar_find(s, target, strlen(target));
 	if (!target[0] || t == SIZE_MAX || s->nodes[t].kind == TAR_DIR ||
 	    s->nodes[t].kind == TAR_SPECIAL)
 		return eos_error_set(
@@ -312,6 +275,8 @@ scan_typed(struct tar_scan *s, const struct eos_archive_entry *e, const char *na
 			return eos_import_no_memory(err);
 		s->nodes[idx].content = s->nentries;
 		s->nodes[idx].size = (uint64_t)e->size;
+		if (s->git_indexes && eos_import_is_git_index(path))
+			return eos_tar_git_read(s, &s->nodes[idx], err);
 		return 0;
 	case EOS_ARCHIVE_SYMLINK:
 		if (!e->symlink)
@@ -373,7 +338,7 @@ scan_finish(struct tar_scan *s, struct eos_error *err)
 		struct tar_node *node = &s->nodes[i];
 		const char *slash = strrchr(node->path, '/');
 		size_t len = slash ? (size_t)(slash - node->path) : 0;
-		size_t parent = slash ? scan_find(s, node->path, len) : SIZE_MAX;
+		size_t parent = slash ? eos_tar_find(s, node->path, len) : SIZE_MAX;
 
 		if (slash && (parent == SIZE_MAX || s->nodes[parent].kind != TAR_DIR))
 			return eos_error_set(
@@ -391,6 +356,7 @@ scan_finish(struct tar_scan *s, struct eos_error *err)
 			continue;
 		if (s->primary[node->content]) {
 			node->link_to = s->primary[node->content] - 1;
+			s->nodes[node->link_to].linked = true;
 			s->nlinks++;
 		} else {
 			s->primary[node->content] = i + 1;
@@ -429,18 +395,20 @@ scan_archive(struct tar_scan *s, int fd, struct eos_error *err)
 
 	if (tar_open(fd, s->src, &rd, err) < 0)
 		return not_tar(s, err);
+	s->rd = rd; /* for the git indexes' bytes */
 	for (;; s->nentries++) {
 		r = eos_archive_reader_next(rd, &e, err);
 		if (r == 0)
 			break;
 		if (r < 0 && s->nentries == 0)
-			return not_tar(s, err);
-		if (r < 0)
-			return r;
-		if ((r = scan_entry(s, &e, err)) < 0)
-			return r;
+			r = not_tar(s, err);
+		if (r < 0 || (r = scan_entry(s, &e, err)) < 0)
+			break;
 	}
-	return scan_finish(s, err);
+	s->rd = NULL;
+	if (r < 0 || (r = scan_finish(s, err)) < 0)
+		return r;
+	return eos_tar_git_plan(s, err);
 }
 
 /* --- pass 2: data ----------------------------------------------------------------------------- */
@@ -505,6 +473,18 @@ read_blocks(struct eos_archive_reader *rd, const char *path, uint64_t size, bloc
 	}
 }
 
+int
+eos_tar_read_mem(struct eos_archive_reader *rd, const char *path, uint64_t size, uint8_t *buf,
+		 struct eos_error *err)
+{
+	struct mem_sink m = { .buf = buf };
+	int r = read_blocks(rd, path, size, mem_block, &m, err);
+
+	if (r == 0 && m.end < size)
+		memset(buf + m.end, 0, size - m.end);
+	return r;
+}
+
 static int
 open_tmpfile(struct eos_error *err)
 {
@@ -535,7 +515,6 @@ read_member(struct eos_archive_reader *rd, const struct tar_node *node, struct e
 {
 	bool mem = node->size <= EOS_IMPORT_MEM_MAX;
 	EOS_CLEANUP(eos_import_job_freep) struct eos_import_job *job = NULL;
-	struct mem_sink m = { 0 };
 	int r;
 
 	job = eos_import_job_new(mem ? EOS_IMPORT_JOB_MEM : EOS_IMPORT_JOB_FD, node->path,
@@ -543,17 +522,14 @@ read_member(struct eos_archive_reader *rd, const struct tar_node *node, struct e
 	if (!job || (mem && !(job->data = malloc(node->size ? node->size : 1))))
 		return eos_import_no_memory(err);
 	job->len = node->size;
-	m.buf = job->data;
 	if (!mem && (job->fd = open_tmpfile(err)) < 0)
 		return job->fd;
 	if (mem)
-		r = read_blocks(rd, node->path, node->size, mem_block, &m, err);
+		r = eos_tar_read_mem(rd, node->path, node->size, job->data, err);
 	else
 		r = read_blocks(rd, node->path, node->size, fd_block, &job->fd, err);
 	if (r < 0)
 		return r;
-	if (mem && m.end < node->size)
-		memset(m.buf + m.end, 0, node->size - m.end);
 	if (!mem && (ftruncate(job->fd, (off_t)node->size) < 0 || lseek(job->fd, 0, SEEK_SET) < 0))
 		return eos_import_sys_fail(err, "write temporary file for", node->path);
 	*ret = TAKE_PTR(job);
@@ -568,7 +544,7 @@ changed(const struct tar_scan *s, struct eos_error *err)
 
 /* Pass 2: queue the bytes of every entry whose content survives; stop after the last one. */
 static int
-push_data(const struct tar_scan *s, int fd, struct eos_import_pool *pool,
+push_data(struct tar_scan *s, int fd, struct eos_import_pool *pool,
 	  struct eos_import_progress *progress, struct eos_error *err)
 {
 	EOS_CLEANUP(eos_archive_reader_freep) struct eos_archive_reader *rd = NULL;
@@ -580,7 +556,7 @@ push_data(const struct tar_scan *s, int fd, struct eos_import_pool *pool,
 		return r;
 	for (size_t i = 0; left > 0; i++) {
 		struct eos_import_job *job = NULL;
-		const struct tar_node *node;
+		struct tar_node *node;
 		uint64_t files, bytes;
 
 		r = eos_archive_reader_next(rd, &e, err);
@@ -593,10 +569,17 @@ push_data(const struct tar_scan *s, int fd, struct eos_import_pool *pool,
 		node = &s->nodes[s->primary[i] - 1];
 		if (e.size != (int64_t)node->size)
 			return changed(s, err);
-		if ((r = read_member(rd, node, &job, err)) < 0 ||
-		    (r = eos_import_pool_push(pool, job, err)) < 0)
-			return r;
 		left--;
+		if (node->index) /* read in pass 1, staged after the files it names */
+			continue;
+		if ((r = read_member(rd, node, &job, err)) < 0)
+			return r;
+		if (node->oid_len && (r = eos_tar_git_hash(node, job, err)) < 0) {
+			eos_import_job_free(job);
+			return r;
+		}
+		if ((r = eos_import_pool_push(pool, job, err)) < 0)
+			return r;
 		eos_import_pool_counts(pool, &files, &bytes);
 		eos_import_progress_tick(progress, files, bytes, false);
 	}
@@ -651,9 +634,9 @@ stage_links(const struct tar_scan *s, struct eos_changeset *cs, struct eos_error
 }
 
 static int
-stage_data(const struct tar_scan *s, int fd, struct eos_changeset *cs,
-	   const struct eos_import_options *o, struct eos_import_progress *progress,
-	   struct eos_import_result *ret, struct eos_error *err)
+stage_data(struct tar_scan *s, int fd, struct eos_changeset *cs, const struct eos_import_options *o,
+	   struct eos_import_progress *progress, struct eos_import_result *ret,
+	   struct eos_error *err)
 {
 	EOS_CLEANUP(eos_import_pool_freep) struct eos_import_pool *pool = NULL;
 	struct eos_error perr = { 0 };
@@ -695,7 +678,7 @@ tar_run(struct tar_scan *s, struct eos_store *st, int fd, const struct eos_impor
 	if ((r = eos_import_begin(st, o, source, &s->root, &cs, err)) < 0 ||
 	    (r = stage_tree(s, cs, err)) < 0 ||
 	    (r = stage_data(s, fd, cs, o, &progress, ret, err)) < 0 ||
-	    (r = stage_links(s, cs, err)) < 0)
+	    (r = eos_tar_git_stage(s, cs, ret, err)) < 0 || (r = stage_links(s, cs, err)) < 0)
 		return r;
 	eos_import_progress_phase(&progress, EOS_IMPORT_COMMIT, 0, 0);
 	if ((r = eos_import_commit(cs, ret, err)) < 0)
@@ -711,7 +694,8 @@ int
 eos_import_tar(struct eos_store *st, const char *src, int fd, const struct eos_import_options *o,
 	       struct eos_import_result *ret, struct eos_error *err)
 {
-	EOS_CLEANUP(scan_release) struct tar_scan s = { .src = src, .ret = ret };
+	EOS_CLEANUP(scan_release)
+	struct tar_scan s = { .src = src, .ret = ret, .git_indexes = !(o && o->keep_git_index) };
 	int r;
 
 	/* Without a "." entry the root is like an implicit directory: 0755, ours, now. */

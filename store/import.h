@@ -27,6 +27,7 @@
 
 #include "common/error.h"
 
+#include "store/git-index.h"
 #include "store/store.h"
 
 enum {
@@ -167,6 +168,8 @@ int eos_import_copy_xattrs(struct eos_changeset *cs, const char *path, int fd,
 			   struct eos_error *err);
 /* Whether path is a work tree's git index: ".git/index" or ".../.git/index". */
 bool eos_import_is_git_index(const char *path);
+/* The work tree of such an index ("a/b" for "a/b/.git/index", "" at the root); NULL: ENOMEM. */
+char *eos_import_git_work_tree(const char *index);
 /*
  * Stage the git index at path (the regular file dev/ino the walk saw), after every file it
  * names: its entries' stat data refreshed for the session views unless keep, or when it is not
@@ -175,6 +178,17 @@ bool eos_import_is_git_index(const char *path);
 int eos_import_git_index(struct eos_changeset *cs, int root_fd, const char *path, dev_t dev,
 			 ino_t ino, bool keep, uint64_t *bytes, size_t *refreshed,
 			 struct eos_error *err);
+/*
+ * The stat data a view shows of the lower file or symlink at path (attr and size as staged; mode
+ * the index entry's, which stays) into *view. False when the file has no time a view can show.
+ */
+bool eos_import_git_view(const char *path, const struct eos_attr *attr, uint64_t size,
+			 uint32_t mode, struct eos_gitidx_stat *view);
+/*
+ * The git object id (oid_len bytes: SHA-1, or SHA-256 for 32) of a blob of size bytes: p, or
+ * when p is NULL the first size bytes of fd (read with pread, the offset unmoved), into out.
+ */
+int eos_import_git_blob_id(size_t oid_len, const void *p, int fd, uint64_t size, uint8_t *out);
 /* Open the change set creating the sandbox (owner "import"). Caller frees *ret. */
 int eos_import_begin(struct eos_store *st, const struct eos_import_options *o, const char *source,
 		     const struct eos_attr *root, struct eos_changeset **ret,

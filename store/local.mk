@@ -12,7 +12,7 @@ store_libeos_store_a_SOURCES = \
 	store/sandbox.h store/sandbox.c store/layer.c store/lease.c \
 	store/refs.h store/refs.c \
 	store/changeset.h store/changeset.c store/commit.c store/commit-record.c \
-	store/import.h store/import.c store/import-pool.c store/import-tar.c \
+	store/import.h store/import.c store/import-pool.c store/import-tar.h store/import-tar.c \
 	store/squash.c store/gc.c store/fsck-internal.h store/fsck.c store/fsck-content.c \
 	store/fsck-damage.c store/destroy.c store/stats.c store/obs.h store/obs.c store/layer-usage.c \
 	store/publish-parents.c store/session.c store/reclaim.c store/space.h store/space.c

@@ -574,11 +574,12 @@ fuzz_path(const uint8_t *p, size_t n)
 /* Accept every entry, with new stat data derived from the old (idempotent: a second pass keeps it).
  */
 static bool
-git_fresh(void *ctx, const char *path, const struct eos_gitidx_stat *rec,
-	  struct eos_gitidx_stat *view)
+git_fresh(void *ctx, const struct eos_gitidx_entry *e, struct eos_gitidx_stat *view)
 {
+	const struct eos_gitidx_stat *rec = &e->stat;
+
 	(void)ctx;
-	FUZZ_CHECK(*path != '\0');
+	FUZZ_CHECK(*e->path != '\0' && e->oid_len >= 20);
 	*view = *rec;
 	view->ino = rec->ino | 0x80000000u;
 	view->ctime_s = rec->mtime_s;

@@ -7,7 +7,8 @@
 # and 4, a SHA-256 repository and a work tree below the import's root. An entry whose file
 # changed after git last hashed it keeps the host's stat data, so git still finds the change.
 # Indexes this importer does not rewrite (a split index, a damaged one, any with
-# --keep-git-index) are imported byte for byte.
+# --keep-git-index) are imported byte for byte. A tar import refreshes the entries whose
+# object id is the archive's content.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/fs-lib.sh"
 
@@ -185,10 +186,63 @@ test_kept() {
 		index_kept damaged "$T/damaged/.git/index"
 }
 
+# An archive keeps no inode numbers or ctimes: an entry is refreshed when its object id is the
+# git blob id of the archive's content (or symlink target) and its executable bit the archive's.
+test_tar() {
+	local doc
+	make_repo "$T/tarred" || bail_out "git init failed"
+	# touched after the index with the same bytes: git on the host finds it clean, so does the
+	# view, from the content
+	touch -d '2020-01-03 00:00:00' "$T/tarred/a.txt"
+	git -C "$T/tarred" status --porcelain >"$T/tarred.status"
+	# the index first in the archive, and last in a compressed one
+	(cd "$T/tarred" && tar -cf "$T/tarred.tar" .git/index --exclude=./.git/index .) ||
+		bail_out "tar failed"
+	doc=$(import_json tarred "$T/tarred.tar") || bail_out "import of tarred.tar failed"
+	check "tar: the four entries whose content the archive holds are refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 4
+	check "tar: the index is counted among the imported files" \
+		test "$(json_get 'd["files"]' <<<"$doc")" = "$(find "$T/tarred" -type f | wc -l)"
+	check_view_status tarred s1 "" "$T/tarred.status"
+
+	make_repo "$T/zst" --object-format=sha256 || bail_out "git init (sha256) failed"
+	(cd "$T/zst" && tar --zstd -cf "$T/zst.tar.zst" --exclude=./.git/index . .git/index) ||
+		bail_out "tar --zstd failed"
+	doc=$(import_json zst "$T/zst.tar.zst") || bail_out "import of zst.tar.zst failed"
+	check "tar.zst, sha256: the four clean entries are refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 4
+	check_view_status zst s1 "" "$T/zst.status"
+
+	# a file whose bytes differ from what git hashed keeps the archive's data even when its
+	# size and time are the index's; and a file hard-linked in the archive shows its group's
+	# inode number, so its entry keeps the archive's data too
+	make_repo "$T/sneaky" || bail_out "git init failed"
+	printf 'ALPHA\n' >"$T/sneaky/a.txt"
+	touch -d '2020-01-01 00:00:00' "$T/sneaky/a.txt"
+	ln "$T/sneaky/dir/b.txt" "$T/sneaky/b-link"
+	(cd "$T/sneaky" && tar -cf "$T/sneaky.tar" .) || bail_out "tar failed"
+	rm "$T/sneaky/b-link"
+	doc=$(import_json sneaky "$T/sneaky.tar") || bail_out "import of sneaky.tar failed"
+	check "tar: changed bytes and hard-linked files are not refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 2
+	fs_mount "$T/mnt-sneaky" "$S" sneaky s1 || bail_out "sneaky: mount failed"
+	check "tar: git status in the view finds the changed bytes" \
+		grep -qxF ' M a.txt' <(git -C "$T/mnt-sneaky" status --porcelain)
+	fs_umount "$T/mnt-sneaky" || bail_out "unmounting $T/mnt-sneaky failed"
+
+	doc=$(eos_store --store "$S" --json import "$T/tarred.tar" --sandbox tar-keep \
+		--keep-git-index) || bail_out "import of tar-keep failed"
+	check "tar --keep-git-index: nothing is refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 0
+	check "tar --keep-git-index: the index is imported byte for byte" \
+		index_kept tar-keep "$T/tarred/.git/index"
+}
+
 test_plain
 test_stale
 test_versions
 test_nested
 test_kept
+test_tar
 rerun_as_test_user "${BASH_SOURCE[0]}"
 tap_done

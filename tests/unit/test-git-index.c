@@ -124,13 +124,21 @@ struct seen {
 	char paths[8][64];
 	size_t n;
 	bool accept;
+	bool damaged; /* random bytes: no entry's object id is known */
 };
 
 static bool
-fresh(void *ctx, const char *path, const struct eos_gitidx_stat *rec, struct eos_gitidx_stat *view)
+fresh(void *ctx, const struct eos_gitidx_entry *e, struct eos_gitidx_stat *view)
 {
+	const struct eos_gitidx_stat *rec = &e->stat;
+	const char *path = e->path;
 	struct seen *s = ctx;
 
+	/* the entry's object id is offered as it is: entry i's is 20 bytes of 0xA0 + i */
+	ck_assert_uint_eq(e->oid_len, OID);
+	if (!s->damaged && rec->ino < 0xC0DE0000u)
+		for (size_t k = 0; k < OID; k++)
+			ck_assert_uint_eq(e->oid[k], 0xA0 + rec->ino - 100);
 	ck_assert_uint_lt(s->n, 8);
 	snprintf(s->paths[s->n++], sizeof(s->paths[0]), "%s", path);
 	*view = *rec;
@@ -259,7 +267,7 @@ START_TEST(test_random_damage)
 	unsigned seed = 15;
 
 	for (int round = 0; round < 3000; round++) {
-		struct seen s = { .accept = true };
+		struct seen s = { .accept = true, .damaged = true };
 		uint32_t version = 2 + (uint32_t)(round % 3);
 		size_t refreshed, body, flips = 1 + (size_t)(rand_r(&seed) % 4);
 		size_t n =

@@ -788,6 +788,41 @@ START_TEST(test_tar_big_and_sparse_members)
 END_TEST
 
 /* Parents may come after their children, or not at all (then they are created 0755). */
+/*
+ * A work tree's git index in an archive is refreshed from the content: the entry of a member
+ * above the in-memory limit (hashed through its temporary file) too, and not one whose bytes
+ * differ from what git hashed. Imports without options read indexes as well (a directory
+ * import without them once dereferenced NULL at its first index).
+ */
+START_TEST(test_tar_git_index)
+{
+	cleanup_free char *sdir = NULL;
+	cleanup_free char *tree = eos_test_tmpdir("gitrepo");
+	cleanup_free char *work = eos_test_tmpdir("gitrepo-tar");
+	cleanup_free char *tar = pjoin(work, "repo.tar");
+	EOS_CLEANUP(eos_store_closep) struct eos_store *st = eos_test_store_new(&sdir);
+	struct eos_import_result res = { 0 };
+	struct eos_error err = { 0 };
+
+	run("cd '%s' && git init -q . && printf 'small\\n' > small && printf 'old\\n' > changed && "
+	    "truncate -s 33M big && touch -d '2020-01-01 00:00:00' small changed big && "
+	    "git add -A && git -c user.name=t -c user.email=t@example.com commit -qm one && "
+	    "printf 'new\\n' > changed && touch -d '2020-01-01 00:00:00' changed",
+	    tree);
+	run("tar -C '%s' -cf '%s' .", tree, tar);
+	ck_assert_int_eq(eos_store_import(st, tar, NULL, &res, &err), 0);
+	ck_assert_uint_eq(res.git_entries, 2); /* small and big, not changed */
+	eos_import_result_release(&res);
+	/* the directory import compares stat data: changed's is not the index's any more */
+	ck_assert_int_eq(eos_store_import(st, tree, NULL, &res, &err), 0);
+	ck_assert_uint_eq(res.git_entries, 2);
+	eos_import_result_release(&res);
+	eos_test_rm_rf(work);
+	eos_test_rm_rf(tree);
+	eos_test_rm_rf(sdir);
+}
+END_TEST
+
 START_TEST(test_tar_implicit_parents)
 {
 	cleanup_free char *sdir = NULL;
@@ -1046,6 +1081,7 @@ import_suite(void)
 	tcase_add_test(tc, test_xattrs_imported);
 	tcase_add_test(tc, test_failure_leaves_nothing);
 	tcase_add_test(tc, test_not_an_archive);
+	tcase_add_test(tc, test_tar_git_index);
 	tcase_add_test(tc, test_sandbox_id);
 	tcase_add_test(tc, test_import_leaves_little_wal);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The git indexes of the work trees in an imported archive (doc/fs.md, "Imported git indexes").
+ * An archive keeps no inode numbers or ctimes, so whether an index entry still describes the
+ * file beside it can't be told from stat data as the directory import does (import-git.c). It
+ * is told from the content, which is stricter: the entry's object id must be the git blob id of
+ * the archive's bytes (or symlink target), and its executable bit the archive's.
+ *
+ * Pass 1 keeps the bytes of each .git/index up to EOS_IMPORT_MEM_MAX (eos_tar_git_read). Once
+ * the tree is final, the files the indexes track are marked (eos_tar_git_plan); pass 2 hashes
+ * those as git does while their bytes are in hand (eos_tar_git_hash); after the data, each index
+ * is staged with the matching entries' stat data rewritten to what a view shows
+ * (eos_tar_git_stage). A file with other names (a hard-link group) shows the group's inode
+ * number, so its entry keeps the archive's data, as does every entry of an index the parser
+ * does not read; such an index is staged byte for byte.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/cleanup.h"
+#include "common/digest.h"
+#include "common/path.h"
+
+#include "store/changeset.h"
+#include "store/import-tar.h"
+
+enum {
+	MODE_TYPE = 0170000,
+	MODE_FILE = 0100000,
+	MODE_LINK = 0120000,
+};
+
+/* One work tree: the archive's nodes, the tree's path in the import. */
+struct work_tree {
+	struct tar_scan *s;
+	const char *top;
+};
+
+void
+eos_tar_git_release(struct tar_node *node)
+{
+	free(node->oid);
+	free(node->index);
+	node->oid = NULL;
+	node->index = NULL;
+	node->oid_len = 0;
+}
+
+int
+eos_tar_git_read(struct tar_scan *s, struct tar_node *node, struct eos_error *err)
+{
+	uint8_t *buf;
+	int r;
+
+	if (node->size > EOS_IMPORT_MEM_MAX)
+		return 0; /* imported as it is */
+	buf = malloc(node->size ? node->size : 1);
+	if (!buf)
+		return eos_import_no_memory(err);
+	r = eos_tar_read_mem(s->rd, node->path, node->size, buf, err);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	node->index = buf;
+	return 0;
+}
+
+/* The node the entry names below the work tree (*full: its path in the import), or NULL. */
+static struct tar_node *
+entry_node(const struct work_tree *w, const struct eos_gitidx_entry *e, char **full)
+{
+	size_t idx;
+
+	if (eos_path_join(w->top, e->path, full) < 0)
+		return NULL;
+	idx = eos_tar_find(w->s, *full, strlen(*full));
+	return idx == SIZE_MAX ? NULL : &w->s->nodes[idx];
+}
+
+/* The plan's callback: mark the file the entry tracks for hashing; changes nothing. */
+static bool
+mark(void *ctx, const struct eos_gitidx_entry *e, struct eos_gitidx_stat *view)
+{
+	cleanup_free char *full = NULL;
+	struct tar_node *node = entry_node(ctx, e, &full);
+
+	(void)view;
+	if (node && node->kind == TAR_FILE && (e->stat.mode & MODE_TYPE) == MODE_FILE &&
+	    node->link_to == SIZE_MAX && !node->linked && !node->index)
+		node->oid_len = (uint8_t)e->oid_len;
+	return false;
+}
+
+/* Run fn over the entries of the index node (ignoring an index the parser does not read). */
+static int
+each_entry(struct tar_scan *s, const struct tar_node *node, eos_gitidx_fresh_fn fn,
+	   size_t *refreshed, struct eos_error *err)
+{
+	cleanup_free char *top = eos_import_git_work_tree(node->path);
+	struct work_tree w = { .s = s, .top = top };
+	int r;
+
+	*refreshed = 0;
+	if (!top)
+		return eos_import_no_memory(err);
+	r = eos_git_index_refresh(node->index, node->size, fn, &w, refreshed);
+	if (r == -ENOMEM)
+		return eos_import_no_memory(err);
+	return 0;
+}
+
+int
+eos_tar_git_plan(struct tar_scan *s, struct eos_error *err)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct tar_node *node = &s->nodes[i];
+		size_t none;
+		int r;
+
+		if (!node->index)
+			continue;
+		if (node->link_to != SIZE_MAX || node->linked) {
+			/* one content of several names: pass 2 stages it as any other */
+			eos_tar_git_release(node);
+			continue;
+		}
+		if ((r = each_entry(s, node, mark, &none, err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+int
+eos_tar_git_hash(struct tar_node *node, const struct eos_import_job *job, struct eos_error *err)
+{
+	uint8_t *oid = malloc(node->oid_len);
+	const void *mem = job->kind == EOS_IMPORT_JOB_MEM ? job->data : NULL;
+	int r;
+
+	if (!oid)
+		return eos_import_no_memory(err);
+	r = eos_import_git_blob_id(node->oid_len, mem, job->fd, node->size, oid);
+	if (r < 0) {
+		free(oid);
+		return eos_error_set(err, r, "hash '%s' as git does: %s", node->path, strerror(-r));
+	}
+	free(node->oid);
+	node->oid = oid;
+	return 0;
+}
+
+/* Whether the node holds the content the entry names; *size: what a view shows as its size. */
+static bool
+same_content(const struct tar_node *node, const struct eos_gitidx_entry *e, uint64_t *size)
+{
+	uint8_t oid[EOS_DIGEST_LEN];
+
+	switch (e->stat.mode & MODE_TYPE) {
+	case MODE_FILE:
+		*size = node->size;
+		return node->kind == TAR_FILE && node->oid && node->oid_len == e->oid_len &&
+		       !((e->stat.mode ^ node->attr.mode) & S_IXUSR) &&
+		       memcmp(node->oid, e->oid, e->oid_len) == 0;
+	case MODE_LINK:
+		if (node->kind != TAR_SYMLINK || !node->target)
+			return false;
+		*size = strlen(node->target);
+		return eos_import_git_blob_id(e->oid_len, node->target, -1, *size, oid) == 0 &&
+		       memcmp(oid, e->oid, e->oid_len) == 0;
+	default:
+		return false;
+	}
+}
+
+/* The stage's callback: the stat data a view shows, for an entry whose content is the node's. */
+static bool
+fresh(void *ctx, const struct eos_gitidx_entry *e, struct eos_gitidx_stat *view)
+{
+	cleanup_free char *full = NULL;
+	const struct tar_node *node = entry_node(ctx, e, &full);
+	uint64_t size;
+
+	return node && same_content(node, e, &size) &&
+	       eos_import_git_view(full, &node->attr, size, e->stat.mode, view);
+}
+
+int
+eos_tar_git_stage(struct tar_scan *s, struct eos_changeset *cs, struct eos_import_result *ret,
+		  struct eos_error *err)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct tar_node *node = &s->nodes[i];
+		size_t refreshed;
+		int r;
+
+		if (!node->index)
+			continue;
+		if ((r = each_entry(s, node, fresh, &refreshed, err)) < 0 ||
+		    (r = eos_changeset_put_file_mem(cs, node->path, &node->attr, node->index,
+						    node->size, err)) < 0)
+			return r;
+		ret->files++;
+		ret->bytes += node->size;
+		ret->git_entries += refreshed;
+	}
+	return 0;
+}
