@@ -21,6 +21,8 @@ static const struct eos_arg create_sandbox_args[] = {
 	  "the directory or tar / tar.gz / tar.zst archive to import" },
 	{ "id", EOS_ARG_ID, false, NULL, 0, 0, NULL, 0,
 	  "the new sandbox's id (default: eos-<hex>)" },
+	{ "keep_git_index", EOS_ARG_BOOL, false, "false", 0, 0, NULL, 0,
+	  "import .git/index files byte for byte (default: refreshed for the views)" },
 };
 
 static const struct eos_arg destroy_sandbox_args[] = {

@@ -91,7 +91,10 @@ int
 eosd_op_create_sandbox(struct eosd *d, struct eosd_call *c, json_t **out, struct eos_error *err)
 {
 	struct import_progress progress = { .stream = c->stream };
-	struct eos_import_options opts = { .sandbox = arg_string(c, "id") };
+	struct eos_import_options opts = {
+		.sandbox = arg_string(c, "id"),
+		.keep_git_index = json_is_true(json_object_get(c->args, "keep_git_index")),
+	};
 	struct eos_import_result res = { 0 };
 	const char *src = arg_string(c, "source");
 	int64_t start = eos_mono_ns();

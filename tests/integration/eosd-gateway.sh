@@ -17,6 +17,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/fs-lib.sh"
 
 EOSD_BIN=$top_builddir/supervisor/eosd
 require_eos_store
+command -v git >/dev/null || bail_out "git is missing (apt-get install git)"
 [[ -x $EOSD_BIN ]] || bail_out "'$EOSD_BIN' is missing (build it; set top_builddir)"
 command -v curl >/dev/null || bail_out "curl is missing (apt-get install curl)"
 tap_tmpdir
@@ -252,6 +253,20 @@ create_list_inspect() {
 	expect_reply 200 "" "" "create_sandbox imports a tar.zst with a generated id"
 	S2=$(field 'd["sandbox_id"]')
 	check "the tar's file is counted" test "$(field 'd["files"]')" = 1
+	mkdir -p "$T/gsrc"
+	printf 'tracked\n' >"$T/gsrc/f"
+	{ git init -q "$T/gsrc" && git -C "$T/gsrc" add f; } || bail_out "git init or add failed"
+	api "$MT" management/create_sandbox "{\"args\": {\"source\": \"$T/gsrc\", \"id\": \"g1\"}}"
+	expect_reply 200 "" "" "create_sandbox imports a git work tree"
+	check "its index entry is refreshed for the views" test "$(field 'd["git_index_entries"]')" = 1
+	api "$MT" management/create_sandbox \
+		"{\"args\": {\"source\": \"$T/gsrc\", \"id\": \"g2\", \"keep_git_index\": true}}"
+	expect_reply 200 "" "" "create_sandbox takes keep_git_index"
+	check "... and imports the index byte for byte" test "$(field 'd["git_index_entries"]')" = 0
+	for id in g1 g2; do
+		api "$MT" management/destroy_sandbox "{\"sandbox_id\": \"$id\"}"
+		expect_reply 200 "" "" "destroy_sandbox $id"
+	done
 	api "$MT" management/list_sandboxes ''
 	expect_reply 200 "" "" "list_sandboxes answers (empty body)"
 	check "it lists both sandboxes" test "$(field '" ".join(s["sandbox_id"] for s in d["sandboxes"])')" = \
