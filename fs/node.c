@@ -61,23 +61,35 @@ eos_odir_unref(struct eos_odir *d)
 	free(d);
 }
 
+/* Whether the directory's odir no longer knows its entry at the view's version (a live publish
+ * moved the view since it was made) while the extension has that entry (reset.c re-read it). */
+static bool
+kids_stale(const struct eos_view *v, const struct eos_node_ext *x)
+{
+	return x->kids->version != v->version && x->lst && x->lst->kind == EOS_KIND_DIR;
+}
+
 struct eos_odir *
 eos_node_kids(struct eos_view *v, struct eos_node *p)
 {
 	struct eos_node_ext *x = p->x;
 	char buf[EOS_LOWER_BUF];
 	const char *lower;
+	struct eos_odir *d;
 
 	if (!eos_node_extended(p))
 		return NULL;
-	if (!x->kids) {
-		lower = eos_node_lower(p, buf);
-		if (!lower || !(x->kids = odir_new(p->ino, lower)))
-			return NULL;
+	if (!x->kids || kids_stale(v, x)) {
+		/* nodes built under the old one keep it; those built from now on share this */
+		lower = x->kids ? x->kids->path : eos_node_lower(p, buf);
+		if (!lower || !(d = odir_new(p->ino, lower)))
+			return x->kids ? eos_odir_ref(x->kids) : NULL;
 		if (x->lst && x->lst->kind == EOS_KIND_DIR) {
-			x->kids->version = v->version;
-			x->kids->floor = x->lst->floor;
+			d->version = v->version;
+			d->floor = x->lst->floor;
 		}
+		eos_odir_unref(x->kids);
+		x->kids = d;
 	}
 	return eos_odir_ref(x->kids);
 }

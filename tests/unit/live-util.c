@@ -48,6 +48,7 @@ lv_import_base(void)
 
 	lv_src_file(src, "a.txt", BASE_A);
 	lv_src_file(src, "dir/b.txt", "bee\n");
+	lv_src_file(src, "dir/e.txt", "eee\n");
 	lv_src_file(src, "old/c.txt", "c\n");
 	lv_src_file(src, "links/h1", "linked\n");
 	ck_assert_int_ge(asprintf(&h1, "%s/links/h1", src), 0);

@@ -356,6 +356,46 @@ START_TEST(test_namespace_after_reset)
 }
 END_TEST
 
+/*
+ * A directory the kernel holds through a live publish (here an open descriptor; a working
+ * directory does the same): a file first looked up in it afterwards shares an origin path that
+ * knows the directory's entry at the new version, so that its own entry is one lookup below the
+ * directory's (fs/node.c, origin_stat) as before the publish, not a walk from the root.
+ */
+START_TEST(test_lookup_after_reset_knows_directory)
+{
+	cleanup_free char *dir_path = NULL;
+	cleanup_close int dfd = -1;
+	struct eos_node *dir, *e;
+	struct stat sb;
+	char buf[64];
+
+	lv_start("s1");
+	dir_path = lv_mnt_path("dir");
+	dfd = open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dfd, 0);
+	ck_assert_str_eq(lv_mnt_read("dir/b.txt", buf, sizeof(buf)), "bee\n");
+	ck_assert_int_eq(fstat(dfd, &sb), 0);
+	dir = eos_node_get(lv.v, sb.st_ino);
+	ck_assert_ptr_nonnull(dir);
+	ck_assert_ptr_nonnull(dir->x->kids);
+	ck_assert_uint_eq(dir->x->kids->version, lv.v->version);
+	lv_mnt_write("a.txt", "changed\n");
+	ck_assert_int_eq(lv_publish(), EOS_PUBLISH_PUBLISHED);
+	/* the same node: the kernel held it */
+	ck_assert_ptr_eq(eos_node_get(lv.v, sb.st_ino), dir);
+	ck_assert_int_eq(fstatat(dfd, "e.txt", &sb, 0), 0);
+	e = eos_node_get(lv.v, sb.st_ino);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(eos_node_odir(e));
+	ck_assert_str_eq(eos_node_odir(e)->path, "dir");
+	ck_assert_uint_eq(eos_node_odir(e)->version, lv.v->version);
+	ck_assert_uint_eq(eos_node_odir(e)->floor, dir->x->lst->floor);
+	ck_assert_str_eq(lv_mnt_read("dir/e.txt", buf, sizeof(buf)), "eee\n");
+	ck_assert_str_eq(lv_mnt_read("dir/b.txt", buf, sizeof(buf)), "bee\n");
+}
+END_TEST
+
 /* --- kill -9 during a live publish ------------------------------------------------------------ */
 
 /* Where the child is killed, and whether the publish is in the store by then. */
@@ -536,6 +576,7 @@ suite(void)
 	tcase_add_test(tc, test_rejected_keeps_session);
 	tcase_add_test(tc, test_merge_shows_merged_file);
 	tcase_add_test(tc, test_namespace_after_reset);
+	tcase_add_test(tc, test_lookup_after_reset_knows_directory);
 	tcase_add_test(tc, test_writeback_publish);
 	tcase_add_test(tc, test_hard_links);
 	add_failpoint_tests(tc);

@@ -143,10 +143,11 @@ START_TEST(test_write_keeps_xattrs_drops_temps)
 	eos_view_close(v);
 	v = lv_view_open("s1", false);
 	ck_ok(eos_view_path_list(v, "dir", &l, &err), err);
-	ck_assert_uint_eq(l.n, 3);
+	ck_assert_uint_eq(l.n, 4);
 	ck_assert_str_eq(l.v[0].name, ".eos-write.notes");
 	ck_assert_str_eq(l.v[1].name, "b.txt");
-	ck_assert_str_eq(l.v[2].name, "x.eos-write.1.2.3");
+	ck_assert_str_eq(l.v[2].name, "e.txt");
+	ck_assert_str_eq(l.v[3].name, "x.eos-write.1.2.3");
 	eos_view_path_list_release(&l);
 	n = tv_lookup(v, "a.txt");
 	ck_assert_int_eq(eos_xattr_get(v, n, "user.tag", buf, sizeof(buf)), 4);
