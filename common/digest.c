@@ -5,10 +5,6 @@
 #include <openssl/evp.h>
 #include <stdlib.h>
 
-struct eos_sha256 {
-	EVP_MD_CTX *md;
-};
-
 int
 eos_sha256(const void *p, size_t n, struct eos_digest *ret)
 {
@@ -29,56 +25,29 @@ eos_sha1(const void *p, size_t n, uint8_t *out)
 	return 0;
 }
 
-int
-eos_sha256_new(struct eos_sha256 **ret)
-{
-	struct eos_sha256 *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return -ENOMEM;
-	c->md = EVP_MD_CTX_new();
-	if (!c->md || !EVP_DigestInit_ex(c->md, EVP_sha256(), NULL)) {
-		eos_sha256_free(c);
-		return -ENOMEM;
-	}
-	*ret = c;
-	return 0;
-}
-
-int
-eos_sha256_update(struct eos_sha256 *ctx, const void *p, size_t n)
-{
-	return EVP_DigestUpdate(ctx->md, p, n) ? 0 : -EIO;
-}
-
-int
-eos_sha256_final(struct eos_sha256 *ctx, struct eos_digest *ret)
-{
-	unsigned int len = 0;
-
-	if (!EVP_DigestFinal_ex(ctx->md, ret->b, &len) || len != EOS_DIGEST_LEN)
-		return -EIO;
-	return EVP_DigestInit_ex(ctx->md, EVP_sha256(), NULL) ? 0 : -EIO;
-}
-
-void
-eos_sha256_free(struct eos_sha256 *ctx)
-{
-	if (!ctx)
-		return;
-	EVP_MD_CTX_free(ctx->md);
-	free(ctx);
-}
-
 struct eos_md {
 	EVP_MD_CTX *ctx;
+	const EVP_MD *type;
 	size_t len;
 };
+
+/* The SHA-256 stream is the general one at its length. */
+struct eos_sha256 {
+	struct eos_md md;
+};
+
+static int
+md_init(struct eos_md *md, size_t len)
+{
+	md->len = len;
+	md->type = len == EOS_SHA1_LEN ? EVP_sha1() : EVP_sha256();
+	md->ctx = EVP_MD_CTX_new();
+	return md->ctx && EVP_DigestInit_ex(md->ctx, md->type, NULL) ? 0 : -ENOMEM;
+}
 
 int
 eos_md_new(size_t len, struct eos_md **ret)
 {
-	const EVP_MD *type = len == EOS_SHA1_LEN ? EVP_sha1() : EVP_sha256();
 	struct eos_md *md;
 
 	if (len != EOS_SHA1_LEN && len != EOS_DIGEST_LEN)
@@ -86,9 +55,7 @@ eos_md_new(size_t len, struct eos_md **ret)
 	md = calloc(1, sizeof(*md));
 	if (!md)
 		return -ENOMEM;
-	md->len = len;
-	md->ctx = EVP_MD_CTX_new();
-	if (!md->ctx || !EVP_DigestInit_ex(md->ctx, type, NULL)) {
+	if (md_init(md, len) < 0) {
 		eos_md_free(md);
 		return -ENOMEM;
 	}
@@ -107,7 +74,9 @@ eos_md_final(struct eos_md *md, uint8_t *out)
 {
 	unsigned int len = 0;
 
-	return EVP_DigestFinal_ex(md->ctx, out, &len) && len == md->len ? 0 : -EIO;
+	if (!EVP_DigestFinal_ex(md->ctx, out, &len) || len != md->len)
+		return -EIO;
+	return EVP_DigestInit_ex(md->ctx, md->type, NULL) ? 0 : -EIO;
 }
 
 void
@@ -117,6 +86,42 @@ eos_md_free(struct eos_md *md)
 		return;
 	EVP_MD_CTX_free(md->ctx);
 	free(md);
+}
+
+int
+eos_sha256_new(struct eos_sha256 **ret)
+{
+	struct eos_sha256 *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	if (md_init(&c->md, EOS_DIGEST_LEN) < 0) {
+		eos_sha256_free(c);
+		return -ENOMEM;
+	}
+	*ret = c;
+	return 0;
+}
+
+int
+eos_sha256_update(struct eos_sha256 *ctx, const void *p, size_t n)
+{
+	return eos_md_update(&ctx->md, p, n);
+}
+
+int
+eos_sha256_final(struct eos_sha256 *ctx, struct eos_digest *ret)
+{
+	return eos_md_final(&ctx->md, ret->b);
+}
+
+void
+eos_sha256_free(struct eos_sha256 *ctx)
+{
+	if (!ctx)
+		return;
+	EVP_MD_CTX_free(ctx->md.ctx);
+	free(ctx);
 }
 
 void

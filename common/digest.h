@@ -42,7 +42,7 @@ struct eos_md;
 /* len: EOS_SHA1_LEN or EOS_DIGEST_LEN, else -EINVAL. Caller frees *ret with eos_md_free(). */
 int eos_md_new(size_t len, struct eos_md **ret);
 int eos_md_update(struct eos_md *md, const void *p, size_t n);
-/* Finish into out[len]. Returns 0 or -EIO. */
+/* Finish into out[len] and reset the stream for reuse. Returns 0 or -EIO. */
 int eos_md_final(struct eos_md *md, uint8_t *out);
 void eos_md_free(struct eos_md *md);
 static inline void
