@@ -523,8 +523,10 @@ static int
 entry_iter_new(struct eos_store *st, const struct eos_kv_snapshot *snap, struct eos_kv_iter **ret,
 	       struct eos_error *err)
 {
-	int r = eos_kv_iter_new(st->kv, EOS_CF_ENTRIES, snap, NULL, 0, EOS_KV_ITER_SAME_PREFIX,
-				ret);
+	/* the latest state: a pooled iterator saves making one per lookup */
+	int r = snap ? eos_kv_iter_new(st->kv, EOS_CF_ENTRIES, snap, NULL, 0,
+				       EOS_KV_ITER_SAME_PREFIX, ret)
+		     : eos_kv_iter_take(st->kv, EOS_CF_ENTRIES, ret);
 
 	if (r < 0)
 		return eos_error_set(err, r, "create an entry iterator");

@@ -4,12 +4,15 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <rocksdb/c.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -40,7 +43,12 @@ enum {
 	KV_NONE = rocksdb_no_compression,
 	/* RocksDB's InfoLogLevel::HEADER_LEVEL: only what DB::Open() writes. */
 	KV_LOG_HEADER = 5,
+	/* Idle point-lookup iterators kept per column family (eos_kv_iter_take). */
+	KV_POOL_MAX = 8,
 };
+
+/* A pooled iterator older than this is made anew: it would pin what flushes have replaced. */
+#define KV_POOL_AGE_NS 1000000000LL
 
 /*
  * Per column family tuning. Memtables are sized by write volume: chunks and entries take the
@@ -95,7 +103,21 @@ static const struct kv_cf_tuning kv_tuning[EOS_CF_COUNT] = {
  * they are never destroyed here: that would be a double free. Table options are copied into the
  * table factory; we keep them alive anyway, next to the options, until after the DB is closed.
  */
+/*
+ * Idle point-lookup iterators of one column family. An iterator reads the database as it was
+ * when it was made, so one is taken again only while no write to its column family has ended
+ * since (gen, bumped after every write, flush and compaction of the family, which also free
+ * the idle ones).
+ */
+struct kv_pool {
+	pthread_mutex_t lock;
+	struct eos_kv_iter *idle[KV_POOL_MAX];
+	size_t n;
+	atomic_uint_fast64_t gen;
+};
+
 struct eos_kv {
+	struct kv_pool pool[EOS_CF_COUNT];
 	rocksdb_t *db;
 	rocksdb_column_family_handle_t *cf[EOS_CF_COUNT];
 	rocksdb_options_t *db_opts;
@@ -114,10 +136,20 @@ struct eos_kv {
 struct eos_kv_iter {
 	rocksdb_iterator_t *it;
 	rocksdb_readoptions_t *ro;
+	struct eos_kv *kv; /* taken from kv's pool (eos_kv_iter_free gives it back), else NULL */
+	enum eos_cf cf;
+	uint64_t gen;	 /* the pool's generation before it was made */
+	int64_t born_ns; /* CLOCK_MONOTONIC_COARSE */
 	/* The upper bound slice points here: it must outlive the iterator. */
 	size_t ulen;
 	uint8_t upper[];
 };
+
+/* The pool (below the iterators): writers tell it what they wrote; close empties it. */
+static void kv_pool_drain(struct kv_pool *p);
+static void kv_wrote(struct eos_kv *kv, enum eos_cf cf);
+static void kv_wrote_batch(struct eos_kv *kv, uint32_t cfs);
+static_assert(EOS_CF_COUNT <= 32, "a batch records its column families in 32 bits");
 
 /* Operations recorded by a batch; replayed into a rocksdb_writebatch_t by batch_write. */
 enum kv_op {
@@ -578,8 +610,11 @@ eos_kv_open(const char *path, const struct eos_kv_options *opts, struct eos_kv *
 			return r;
 	}
 	kv = calloc(1, sizeof(*kv));
-	if (kv)
+	if (kv) {
+		for (unsigned i = 0; i < EOS_CF_COUNT; i++)
+			pthread_mutex_init(&kv->pool[i].lock, NULL);
 		kv->name = strdup(opts->name ? opts->name : path);
+	}
 	if (!kv || !kv->name)
 		return eos_error_set(err, -ENOMEM, "open store '%s': out of memory", path);
 	if (opts->space)
@@ -629,10 +664,13 @@ eos_kv_close(struct eos_kv *kv)
 {
 	if (!kv)
 		return;
-	/* Handles go before the database, the options and the cache after it. */
-	for (unsigned i = 0; i < EOS_CF_COUNT; i++)
+	/* Iterators and handles go before the database, the options and the cache after it. */
+	for (unsigned i = 0; i < EOS_CF_COUNT; i++) {
+		kv_pool_drain(&kv->pool[i]);
+		pthread_mutex_destroy(&kv->pool[i].lock);
 		if (kv->cf[i])
 			rocksdb_column_family_handle_destroy(kv->cf[i]);
+	}
 	if (kv->db)
 		rocksdb_close(kv->db);
 	for (unsigned i = 0; i < EOS_CF_COUNT; i++) {
@@ -813,6 +851,7 @@ eos_kv_put(struct eos_kv *kv, enum eos_cf cf, const void *key, size_t klen, cons
 	if (r < 0)
 		return r;
 	rocksdb_put_cf(kv->db, kv_write_opts(kv, sync), kv->cf[cf], key, klen, val, vlen, &msg);
+	kv_wrote(kv, cf);
 	if (msg)
 		return kv_full(kv, err, kv_fail(err, msg, "write to '%s'", kv_tuning[cf].name));
 	return 0;
@@ -829,6 +868,7 @@ eos_kv_delete(struct eos_kv *kv, enum eos_cf cf, const void *key, size_t klen, b
 	if (r < 0)
 		return r;
 	rocksdb_delete_cf(kv->db, kv_write_opts(kv, sync), kv->cf[cf], key, klen, &msg);
+	kv_wrote(kv, cf);
 	if (msg)
 		return kv_full(kv, err, kv_fail(err, msg, "delete from '%s'", kv_tuning[cf].name));
 	return 0;
@@ -950,9 +990,10 @@ kv_batch_next(struct eos_reader *rd, enum kv_op *op, enum eos_cf *cf, struct eos
 	return 0;
 }
 
-/* Replay the batch's log into wb with kv's column family handles. */
+/* Replay the batch's log into wb with kv's column family handles; *cfs: a bit per family. */
 static int
-kv_batch_fill(struct eos_kv *kv, const struct eos_kv_batch *b, rocksdb_writebatch_t *wb)
+kv_batch_fill(struct eos_kv *kv, const struct eos_kv_batch *b, rocksdb_writebatch_t *wb,
+	      uint32_t *cfs)
 {
 	struct eos_reader rd, s[2];
 	enum kv_op op;
@@ -968,6 +1009,7 @@ kv_batch_fill(struct eos_kv *kv, const struct eos_kv_batch *b, rocksdb_writebatc
 			return r;
 		k = (const char *)s[0].p;
 		v = (const char *)s[1].p;
+		*cfs |= UINT32_C(1) << cf;
 		switch (op) {
 		case KV_OP_PUT:
 			rocksdb_writebatch_put_cf(wb, kv->cf[cf], k, s[0].left, v, s[1].left);
@@ -988,6 +1030,7 @@ int
 eos_kv_batch_write(struct eos_kv *kv, struct eos_kv_batch *b, bool sync, struct eos_error *err)
 {
 	EOS_CLEANUP(rocksdb_writebatch_destroyp) rocksdb_writebatch_t *wb = NULL;
+	uint32_t cfs = 0;
 	char *msg = NULL;
 	int r;
 
@@ -1000,10 +1043,11 @@ eos_kv_batch_write(struct eos_kv *kv, struct eos_kv_batch *b, bool sync, struct 
 	if (r < 0)
 		return eos_error_set(err, r, "write batch: failpoint 'kv.batch_write'");
 	wb = rocksdb_writebatch_create();
-	r = kv_batch_fill(kv, b, wb);
+	r = kv_batch_fill(kv, b, wb, &cfs);
 	if (r < 0)
 		return eos_error_set(err, r, "write batch: corrupt operation log");
 	rocksdb_write(kv->db, kv_write_opts(kv, sync), wb, &msg);
+	kv_wrote_batch(kv, cfs);
 	if (msg)
 		return kv_full(kv, err,
 			       kv_fail(err, msg, "write batch of %zu operations", b->count));
@@ -1057,6 +1101,7 @@ eos_kv_iter_new(struct eos_kv *kv, enum eos_cf cf, const struct eos_kv_snapshot 
 		return -ENOMEM;
 	/* SIZE_MAX marks "no upper bound" (an empty bound is a valid, empty range). */
 	it->ulen = upper ? ulen : SIZE_MAX;
+	it->kv = NULL;
 	if (ulen)
 		memcpy(it->upper, upper, ulen);
 	it->ro = kv_iter_read_opts(it, snap, flags);
@@ -1065,8 +1110,8 @@ eos_kv_iter_new(struct eos_kv *kv, enum eos_cf cf, const struct eos_kv_snapshot 
 	return 0;
 }
 
-void
-eos_kv_iter_free(struct eos_kv_iter *it)
+static void
+kv_iter_destroy(struct eos_kv_iter *it)
 {
 	if (!it)
 		return;
@@ -1076,6 +1121,114 @@ eos_kv_iter_free(struct eos_kv_iter *it)
 	if (it->ro)
 		rocksdb_readoptions_destroy(it->ro);
 	free(it);
+}
+
+/* --- pooled point-lookup iterators ------------------------------------------------------------ */
+
+static int64_t
+kv_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* it still reads what a new iterator would, and is young enough to be taken again. */
+static bool
+kv_pool_fresh(struct kv_pool *p, const struct eos_kv_iter *it, int64_t now)
+{
+	return it->gen == atomic_load(&p->gen) && now - it->born_ns < KV_POOL_AGE_NS;
+}
+
+static void
+kv_pool_drain(struct kv_pool *p)
+{
+	struct eos_kv_iter *idle[KV_POOL_MAX];
+	size_t n;
+
+	pthread_mutex_lock(&p->lock);
+	n = p->n;
+	memcpy(idle, p->idle, n * sizeof(*idle));
+	p->n = 0;
+	pthread_mutex_unlock(&p->lock);
+	while (n)
+		kv_iter_destroy(idle[--n]);
+}
+
+/* cf was written, flushed or compacted: its idle iterators read (and pin) what was before. */
+static void
+kv_wrote(struct eos_kv *kv, enum eos_cf cf)
+{
+	atomic_fetch_add(&kv->pool[cf].gen, 1);
+	kv_pool_drain(&kv->pool[cf]);
+}
+
+static void
+kv_wrote_batch(struct eos_kv *kv, uint32_t cfs)
+{
+	for (unsigned i = 0; i < EOS_CF_COUNT; i++)
+		if (cfs & (UINT32_C(1) << i))
+			kv_wrote(kv, (enum eos_cf)i);
+}
+
+static void
+kv_pool_give(struct eos_kv *kv, struct eos_kv_iter *it)
+{
+	struct kv_pool *p = &kv->pool[it->cf];
+	char *msg = NULL;
+
+	rocksdb_iter_get_error(it->it, &msg);
+	if (!msg && kv_pool_fresh(p, it, kv_now_ns())) {
+		pthread_mutex_lock(&p->lock);
+		if (p->n < KV_POOL_MAX) {
+			p->idle[p->n++] = it;
+			it = NULL;
+		}
+		pthread_mutex_unlock(&p->lock);
+	}
+	rocksdb_free(msg);
+	kv_iter_destroy(it);
+}
+
+int
+eos_kv_iter_take(struct eos_kv *kv, enum eos_cf cf, struct eos_kv_iter **ret)
+{
+	struct kv_pool *p = &kv->pool[cf];
+	uint64_t gen = atomic_load(&p->gen);
+	int64_t now = kv_now_ns();
+	struct eos_kv_iter *it = NULL;
+	int r;
+
+	assert((unsigned)cf < EOS_CF_COUNT);
+	pthread_mutex_lock(&p->lock);
+	if (p->n)
+		it = p->idle[--p->n];
+	pthread_mutex_unlock(&p->lock);
+	if (it && kv_pool_fresh(p, it, now)) {
+		*ret = it;
+		return 0;
+	}
+	kv_iter_destroy(it);
+	/* gen was read before the iterator is made: a write in between makes it stale, not wrong */
+	r = eos_kv_iter_new(kv, cf, NULL, NULL, 0, EOS_KV_ITER_SAME_PREFIX, &it);
+	if (r < 0)
+		return r;
+	it->kv = kv;
+	it->cf = cf;
+	it->gen = gen;
+	it->born_ns = now;
+	*ret = it;
+	return 0;
+}
+
+void
+eos_kv_iter_free(struct eos_kv_iter *it)
+{
+	if (it && it->kv)
+		kv_pool_give(it->kv, it);
+	else
+		kv_iter_destroy(it);
 }
 
 void
@@ -1157,6 +1310,7 @@ eos_kv_flush(struct eos_kv *kv, struct eos_error *err)
 	rocksdb_flushoptions_set_wait(fo, 1);
 	for (unsigned i = 0; i < EOS_CF_COUNT; i++) {
 		rocksdb_flush_cf(kv->db, fo, kv->cf[i], &msg);
+		kv_wrote(kv, (enum eos_cf)i);
 		if (msg)
 			return kv_full(kv, err, kv_fail(err, msg, "flush '%s'", kv_tuning[i].name));
 	}
@@ -1201,6 +1355,7 @@ eos_kv_compact(struct eos_kv *kv, enum eos_cf cf, struct eos_error *err)
 	 */
 	rocksdb_compactoptions_set_bottommost_level_compaction(co, KV_BOTTOMMOST_FORCE);
 	rocksdb_compact_range_cf_opt(kv->db, kv->cf[cf], co, NULL, 0, NULL, 0);
+	kv_wrote(kv, cf);
 	return 0;
 }
 
@@ -1220,6 +1375,7 @@ eos_kv_compact_range(struct eos_kv *kv, enum eos_cf cf, const void *lo, size_t l
 	 */
 	rocksdb_compactoptions_set_bottommost_level_compaction(co, KV_BOTTOMMOST_FORCE_OPTIMIZED);
 	rocksdb_compact_range_cf_opt(kv->db, kv->cf[cf], co, lo, lo ? llen : 0, hi, hi ? hlen : 0);
+	kv_wrote(kv, cf);
 	return 0;
 }
 

@@ -593,6 +593,105 @@ START_TEST(test_iter_same_prefix)
 }
 END_TEST
 
+/* The newest version of entry prefix p seen through a taken iterator (0: none); it stays taken. */
+static uint64_t
+taken_version(struct eos_kv *kv, const char *p, size_t plen, struct eos_kv_iter **ret)
+{
+	uint8_t seek[64];
+	size_t n = entry_key(seek, p, plen, UINT64_MAX), klen;
+	const uint8_t *k;
+
+	ck_assert_int_eq(eos_kv_iter_take(kv, EOS_CF_ENTRIES, ret), 0);
+	eos_kv_iter_seek(*ret, seek, n);
+	ck_assert_int_eq(eos_kv_iter_status(*ret, NULL), 0);
+	if (!eos_kv_iter_valid(*ret))
+		return 0;
+	k = eos_kv_iter_key(*ret, &klen);
+	ck_assert_uint_eq(klen, plen + 8);
+	return ~eos_get_be64(k + plen);
+}
+
+/* Put version v of entry prefix p, by a put or in a batch with a write to another family. */
+static void
+put_version(struct eos_kv *kv, const char *p, size_t plen, uint64_t v, bool batch)
+{
+	EOS_CLEANUP(eos_kv_batch_freep) struct eos_kv_batch *b = NULL;
+	struct eos_error err = { 0 };
+	uint8_t k[64];
+	size_t n = entry_key(k, p, plen, v);
+
+	if (!batch) {
+		ck_assert_int_eq(eos_kv_put(kv, EOS_CF_ENTRIES, k, n, "x", 1, false, &err), 0);
+		return;
+	}
+	ck_assert_int_eq(eos_kv_batch_new(&b), 0);
+	eos_kv_batch_put(b, EOS_CF_META, "m", 1, "v", 1);
+	eos_kv_batch_put(b, EOS_CF_ENTRIES, k, n, "x", 1);
+	ck_assert_int_eq(eos_kv_batch_write(kv, b, false, &err), 0);
+}
+
+/*
+ * Pooled point-lookup iterators read what a new iterator would: one given back is taken again
+ * while nothing was written, and never after a write, a batch, a flush or a compaction of its
+ * family; one still held when a write lands does not go back to the pool.
+ */
+START_TEST(test_iter_take)
+{
+	static const char px[] = "sb\x01/dir\0x\0";
+	const size_t plen = sizeof(px) - 1;
+	struct fixture f;
+	struct eos_kv_iter *a, *b, *held;
+	struct eos_error err = { 0 };
+
+	fixture_init(&f);
+	ck_assert_uint_eq(taken_version(f.kv, px, plen, &a), 0);
+	eos_kv_iter_free(a);
+	ck_assert_uint_eq(taken_version(f.kv, px, plen, &b), 0);
+	ck_assert_ptr_eq(a, b); /* nothing written: the same iterator again */
+	eos_kv_iter_free(b);
+
+	put_version(f.kv, px, plen, 3, false);
+	ck_assert_uint_eq(taken_version(f.kv, px, plen, &a), 3);
+	ck_assert_uint_eq(taken_version(f.kv, px, plen, &held), 3);
+	eos_kv_iter_free(a);
+	put_version(f.kv, px, plen, 5, true);
+	eos_kv_iter_free(held); /* stale: destroyed, not pooled */
+	ck_assert_uint_eq(taken_version(f.kv, px, plen, &a), 5);
+	ck_assert_uint_eq(taken_version(f.kv, px, plen, &b), 5);
+	eos_kv_iter_free(a);
+	eos_kv_iter_free(b);
+
+	/* A write to another family leaves the pool alone. */
+	put(f.kv, EOS_CF_SESSION, "s", "v");
+	ck_assert_uint_eq(taken_version(f.kv, px, plen, &held), 5);
+	ck_assert_msg(held == a || held == b, "a write to 'session' emptied the entries pool");
+	eos_kv_iter_free(held);
+
+	/* Flushes and compactions empty it: idle iterators would pin replaced files. */
+	flush(f.kv);
+	ck_assert_uint_eq(taken_version(f.kv, px, plen, &held), 5);
+	ck_assert_msg(held != a && held != b, "an iterator older than a flush was taken");
+	eos_kv_iter_free(held);
+	ck_assert_uint_eq(taken_version(f.kv, px, plen, &a), 5);
+	eos_kv_iter_free(a);
+	ck_assert_int_eq(eos_kv_compact(f.kv, EOS_CF_ENTRIES, &err), 0);
+	ck_assert_uint_eq(taken_version(f.kv, px, plen, &b), 5);
+	ck_assert_msg(a != b, "an iterator older than a compaction was taken");
+	eos_kv_iter_free(b);
+
+	/* A delete through the pool's family is seen at once. */
+	{
+		uint8_t k[64];
+		size_t n = entry_key(k, px, plen, 5);
+
+		ck_assert_int_eq(eos_kv_delete(f.kv, EOS_CF_ENTRIES, k, n, false, &err), 0);
+	}
+	ck_assert_uint_eq(taken_version(f.kv, px, plen, &a), 3);
+	eos_kv_iter_free(a);
+	fixture_release(&f); /* closes with idle iterators in the pool */
+}
+END_TEST
+
 START_TEST(test_snapshot)
 {
 	struct fixture f;
@@ -803,6 +902,7 @@ kv_suite(void)
 	tcase_add_test(tc, test_multi_get);
 	tcase_add_test(tc, test_iter);
 	tcase_add_test(tc, test_iter_same_prefix);
+	tcase_add_test(tc, test_iter_take);
 	tcase_add_test(tc, test_snapshot);
 	tcase_add_test(tc, test_large_values_blob);
 	tcase_add_test(tc, test_get_with);
