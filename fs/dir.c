@@ -248,12 +248,14 @@ static int
 walk_dir(struct walk *w)
 {
 	char buf[EOS_LOWER_BUF];
+	struct eos_stat dir;
 	int r = walk_upper(w);
 
 	if (r < 0 || (w->stop_at_first && w->any) || !has_lower(w->p))
 		return r;
 	w->lower = eos_node_lower(w->p, buf);
-	r = eos_tree_readdir(w->v->tree, w->lower, NULL, walk_lower_one, w, NULL);
+	eos_lower_dir(w->p->x->lst, &dir);
+	r = eos_tree_readdir(w->v->tree, w->lower, &dir, NULL, walk_lower_one, w, NULL);
 	return r < 0 ? r : 0;
 }
 

@@ -59,7 +59,7 @@ eos_links_walk(struct eos_view *v, eos_links_fn fn, void *ctx)
 		cleanup_free char *dir = w.stack[--w.n];
 
 		w.dir = dir;
-		r = eos_tree_readdir(v->tree, dir, NULL, walk_one, &w, NULL);
+		r = eos_tree_readdir(v->tree, dir, NULL, NULL, walk_one, &w, NULL);
 	}
 	while (w.n > 0)
 		free(w.stack[--w.n]);

@@ -210,7 +210,7 @@ static int
 inval_children(struct reset *rs, struct eos_node *n, const char *path)
 {
 	struct list_ctx c = { .rs = rs, .dir = n->ino };
-	int r = eos_tree_readdir(rs->v->tree, path, NULL, inval_child, &c, NULL);
+	int r = eos_tree_readdir(rs->v->tree, path, NULL, NULL, inval_child, &c, NULL);
 
 	return r < 0 && r != -ENOENT && r != -ENOTDIR ? r : 0;
 }

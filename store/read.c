@@ -163,42 +163,45 @@ readdir_one(void *ctx, const char *name, size_t nlen, const struct eos_entry *e)
 	return r;
 }
 
+/* The children of path, whose entry is dir (NULL: resolved from the root here). */
 static int
-readdir_at(const struct eos_tree *t, const char *path, const char *start_after,
-	   struct readdir_ctx *rc, struct eos_error *err)
+readdir_at(const struct eos_tree *t, const char *path, const struct eos_stat *dir,
+	   const char *start_after, struct readdir_ctx *rc, struct eos_error *err)
 {
-	EOS_CLEANUP(entry_releasep) struct eos_entry dir = { 0 };
-	int r = eos_entry_resolve(t->st, NULL, t->sbx, t->version, path, &dir, err);
+	EOS_CLEANUP(entry_releasep) struct eos_entry e = { 0 };
+	int r = dir ? 0 : eos_entry_resolve(t->st, NULL, t->sbx, t->version, path, &e, err);
 
 	if (r < 0)
 		return r;
-	if (dir.st.kind != EOS_KIND_DIR)
+	if (!dir)
+		dir = &e.st;
+	if (dir->kind != EOS_KIND_DIR)
 		return eos_error_set(err, -ENOTDIR, "'%s' is not a directory", path);
-	return eos_entry_list(t->st, NULL, t->sbx, t->version, path, strlen(path), dir.st.floor,
+	return eos_entry_list(t->st, NULL, t->sbx, t->version, path, strlen(path), dir->floor,
 			      start_after, rc->flags, readdir_one, rc, err);
 }
 
 static int
-tree_readdir(const struct eos_tree *t, const char *path, const char *start_after,
-	     struct readdir_ctx *rc, struct eos_error *err)
+tree_readdir(const struct eos_tree *t, const char *path, const struct eos_stat *dir,
+	     const char *start_after, struct readdir_ctx *rc, struct eos_error *err)
 {
 	int r = eos_path_check(path, err);
 
 	if (r < 0)
 		return r;
-	r = readdir_at(t, path, start_after, rc, err);
+	r = readdir_at(t, path, dir, start_after, rc, err);
 	if (r < 0 && !rc->stopped)
 		return eos_error_prefix(err, r, "sandbox '%s'", t->sandbox);
 	return r;
 }
 
 int
-eos_tree_readdir(const struct eos_tree *t, const char *path, const char *start_after,
-		 eos_readdir_fn fn, void *ctx, struct eos_error *err)
+eos_tree_readdir(const struct eos_tree *t, const char *path, const struct eos_stat *dir,
+		 const char *start_after, eos_readdir_fn fn, void *ctx, struct eos_error *err)
 {
 	struct readdir_ctx rc = { .fn = fn, .ctx = ctx, .flags = EOS_ENTRY_LIST_NO_CACHE };
 
-	return tree_readdir(t, path, start_after, &rc, err);
+	return tree_readdir(t, path, dir, start_after, &rc, err);
 }
 
 int
@@ -209,7 +212,7 @@ eos_store_readdir(struct eos_store *st, const char *sandbox, uint64_t v, const c
 	struct eos_tree t;
 	int r = tree_resolve(st, sandbox, v, &t, err);
 
-	return r ?: tree_readdir(&t, path, start_after, &rc, err);
+	return r ?: tree_readdir(&t, path, NULL, start_after, &rc, err);
 }
 
 int

@@ -393,9 +393,10 @@ int eos_tree_lookup_child(const struct eos_tree *t, const char *dir_path,
 			  struct eos_error *err);
 /* As eos_store_readdir, except that the blocks it reads do not enter the block cache: a listing
  * is a scan, and a walk of a large tree would fill the cache with what its point lookups need
- * less (the view builds a listed file's node from the listing). */
-int eos_tree_readdir(const struct eos_tree *t, const char *path, const char *start_after,
-		     eos_readdir_fn fn, void *ctx, struct eos_error *err);
+ * less (the view builds a listed file's node from the listing). dir, when not NULL, is path's
+ * entry at t's version (its kind and floor are used), which saves resolving path from the root. */
+int eos_tree_readdir(const struct eos_tree *t, const char *path, const struct eos_stat *dir,
+		     const char *start_after, eos_readdir_fn fn, void *ctx, struct eos_error *err);
 int eos_tree_readlink(const struct eos_tree *t, const char *path, char **ret,
 		      struct eos_error *err);
 int eos_tree_xattrs(const struct eos_tree *t, const char *path, eos_xattr_fn fn, void *ctx,
