@@ -63,7 +63,7 @@ make_upper(struct eos_view *v, struct eos_node *p, struct eos_node *n, const cha
 	r = r ?: eos_copyup_record(v, n);
 	r = r ?: eos_delta_put_node(v, n, t.b);
 	if (r == 0 && n->nlink > 0)
-		r = eos_txn_dirent(&t, p, name, n->ino);
+		r = eos_txn_dirent_kept(&t, p, name, n->ino);
 	return eos_txn_end(&t, r);
 }
 

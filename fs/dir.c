@@ -101,13 +101,16 @@ eos_dir_slot(struct eos_node *p, const char *name)
 }
 
 void
-eos_dir_apply(struct eos_view *v, struct eos_node *p, const char *name, uint64_t value)
+eos_dir_apply(struct eos_view *v, struct eos_node *p, const char *name, uint64_t value, bool kept)
 {
 	union eos_hashmap_value *slot = eos_hashmap_find(&p->x->dirents, name, strlen(name));
 	bool linked = value != EOS_DIRENT_ABSENT && value != EOS_DIRENT_WHITEOUT;
 	struct eos_node *n = linked ? eos_node_get(v, value) : NULL;
 
-	eos_dirlist_prepare(v, p); /* before the change: the cookies it handed out */
+	/* Before the change: the cookies it handed out. A listing is in name order, so one taken
+	 * after a change that keeps every name's inode and type gives the same cookies. */
+	if (!kept)
+		eos_dirlist_prepare(v, p);
 	if (slot) {
 		if (slot->u64 == EOS_DIRENT_ABSENT && value != EOS_DIRENT_ABSENT)
 			p->x->dirents_absent--;
@@ -259,6 +262,13 @@ walk_dir(struct walk *w)
 	return r < 0 ? r : 0;
 }
 
+static int
+snap_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct eos_dirent_snap *)a)->name,
+		      ((const struct eos_dirent_snap *)b)->name);
+}
+
 int
 eos_dir_snapshot(struct eos_view *v, struct eos_node *p, struct eos_dir_snapshot *ret)
 {
@@ -269,6 +279,10 @@ eos_dir_snapshot(struct eos_view *v, struct eos_node *p, struct eos_dir_snapshot
 		eos_dir_snapshot_release(ret);
 		return r;
 	}
+	/* Name order, whatever is upper or lower and however the dirents are hashed: the same
+	 * names give the same order (and so the same cookies, dirlist.c). */
+	if (ret->n > 1)
+		qsort(ret->v, ret->n, sizeof(*ret->v), snap_cmp);
 	p->x->subdirs = w.subdirs;
 	p->flags |= EOS_NODE_SUBDIRS;
 	return 0;

@@ -405,13 +405,6 @@ list_add(struct eos_view *v, struct eos_node *p, const char *name, struct eos_vi
 }
 
 static int
-by_name(const void *a, const void *b)
-{
-	return strcmp(((const struct eos_view_path_entry *)a)->name,
-		      ((const struct eos_view_path_entry *)b)->name);
-}
-
-static int
 list_node(struct eos_view *v, struct eos_node *p, struct eos_view_path_list *l)
 {
 	struct eos_dir_snapshot s = { 0 };
@@ -427,9 +420,7 @@ list_node(struct eos_view *v, struct eos_node *p, struct eos_view_path_list *l)
 		if (strcmp(s.v[i].name, ".") && strcmp(s.v[i].name, ".."))
 			r = list_add(v, p, s.v[i].name, l, &cap);
 	eos_dir_snapshot_release(&s);
-	if (r == 0 && l->n > 1)
-		qsort(l->v, l->n, sizeof(*l->v), by_name);
-	return r;
+	return r; /* in name order, as the snapshot is */
 }
 
 int

@@ -157,6 +157,16 @@ eos_txn_dirent(struct eos_txn *t, struct eos_node *p, const char *name, uint64_t
 }
 
 int
+eos_txn_dirent_kept(struct eos_txn *t, struct eos_node *p, const char *name, uint64_t ino)
+{
+	int r = eos_txn_dirent(t, p, name, ino);
+
+	if (r == 0)
+		t->dirents[t->ndirents - 1].kept = true;
+	return r;
+}
+
+int
 eos_txn_drop(struct eos_txn *t, struct eos_node *p, const char *name)
 {
 	bool lower = eos_dir_lower_has(t->v, p, name);
@@ -208,7 +218,8 @@ eos_txn_commit(struct eos_txn *t)
 		return r;
 	}
 	for (size_t i = 0; i < t->ndirents; i++)
-		eos_dir_apply(t->v, t->dirents[i].p, t->dirents[i].name, t->dirents[i].value);
+		eos_dir_apply(t->v, t->dirents[i].p, t->dirents[i].name, t->dirents[i].value,
+			      t->dirents[i].kept);
 	txn_release(t);
 	return 0;
 }

@@ -465,8 +465,10 @@ int eos_dir_child_listed(struct eos_view *v, struct eos_node *p, const char *nam
 /* Whether the lower directory of p has name (p locked). */
 bool eos_dir_lower_has(struct eos_view *v, struct eos_node *p, const char *name);
 /* Set the upper dirent name of p (locked) to value (ino, or EOS_DIRENT_*) in memory, once its
- * record is written (txn.c); the slot must exist already. */
-void eos_dir_apply(struct eos_view *v, struct eos_node *p, const char *name, uint64_t value);
+ * record is written (txn.c); the slot must exist already. kept: name showed value already, with
+ * its type (a copy-up in place), so a listing p dropped needs no taking again. */
+void eos_dir_apply(struct eos_view *v, struct eos_node *p, const char *name, uint64_t value,
+		   bool kept);
 /* The slot of name in p's (locked) dirents, inserted as absent when new. */
 int eos_dir_slot(struct eos_node *p, const char *name);
 /* Drop p's (locked) absent dirents once they are the majority (a create and delete storm). */
@@ -545,6 +547,7 @@ struct eos_txn_dirent {
 	struct eos_node *p;
 	char *name;
 	uint64_t value;
+	bool kept; /* the name keeps the inode and type it shows: listings stay as they are */
 };
 struct eos_txn {
 	struct eos_view *v;
@@ -561,6 +564,8 @@ int eos_txn_save(struct eos_txn *t, struct eos_node *n);
 int eos_txn_save_logs(struct eos_txn *t, struct eos_node *n);
 /* Stage p's dirent name → value (ino or EOS_DIRENT_*): in memory only after the write. */
 int eos_txn_dirent(struct eos_txn *t, struct eos_node *p, const char *name, uint64_t value);
+/* eos_txn_dirent for the node name shows already (a lower node copied up in place). */
+int eos_txn_dirent_kept(struct eos_txn *t, struct eos_node *p, const char *name, uint64_t ino);
 /* Stage the removal of p/name: a whiteout when the lower has it, else no dirent. */
 int eos_txn_drop(struct eos_txn *t, struct eos_node *p, const char *name);
 /* Save and stage n's record after a change: put while linked, deleted at nlink 0. */

@@ -314,6 +314,42 @@ START_TEST(test_listing_dropped)
 END_TEST
 
 /*
+ * A change that keeps every name's inode and type (a chmod of a lower file copies its metadata
+ * up in place) does not take a dropped listing again: listings are in name order, so one taken
+ * after it gives every name the cookie it had, and an offset handed out before still resumes
+ * after the names already read.
+ */
+START_TEST(test_listing_kept_by_copyup)
+{
+	struct eos_view *v = view_open("s1");
+	struct eos_node *dir = tv_lookup(v, "dir");
+	static char all[65536], rest[65536];
+	struct eos_dir_snapshot first = { 0 };
+	struct stat attr = { .st_mode = S_IFREG | 0600 }, out;
+	uint64_t mid;
+
+	ck_rc(eos_dirlist_read(v, dir, 0, 1, &first), 0); /* a reader stops after one name */
+	ck_assert_uint_eq(first.n, 1);
+	ck_assert_str_eq(first.v[0].name, "f1");
+	mid = first.v[0].cookie;
+	eos_dir_snapshot_release(&first);
+	read_listing(v, dir, 0, all, sizeof(all)); /* another reads to the end: dropped */
+	ck_assert_ptr_null(dir->x->list);
+	ck_rc(eos_fs_setattr(v, tv_lookup(v, "dir/f2"), &attr, EOS_SET_MODE, &out), 0);
+	ck_assert_ptr_null(dir->x->list); /* not taken again */
+	read_listing(v, dir, mid, rest, sizeof(rest));
+	ck_assert_str_eq(rest, "f2"); /* f2, now upper, keeps its place */
+	ck_assert_str_eq(rest + 3, "sub");
+	ck_assert_str_eq(rest + 7, "");
+	read_listing(v, dir, 0, all, sizeof(all));
+	ck_assert_str_eq(all, "f1");
+	ck_assert_str_eq(all + 3, "f2");
+	ck_assert_str_eq(all + 6, "sub");
+	eos_view_close(v);
+}
+END_TEST
+
+/*
  * A looked-up lower file is one allocation (doc/fs.md, "Memory"): no extension until something
  * needs one (an open, its xattrs, a change), and none for the kernel's questions about
  * attributes it has not got; a directory, a hard-linked file has one from the start.
@@ -475,6 +511,7 @@ inodes_suite(void)
 	tcase_add_test(tc, test_forget_releases);
 	tcase_add_test(tc, test_collision_remapped);
 	tcase_add_test(tc, test_listing_dropped);
+	tcase_add_test(tc, test_listing_kept_by_copyup);
 	tcase_add_test(tc, test_lower_file_unextended);
 	tcase_add_test(tc, test_origin_outlives_directory);
 	tcase_add_test(tc, test_listed_attributes);
