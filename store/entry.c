@@ -526,7 +526,7 @@ entry_iter_new(struct eos_store *st, const struct eos_kv_snapshot *snap, struct 
 	/* the latest state: a pooled iterator saves making one per lookup */
 	int r = snap ? eos_kv_iter_new(st->kv, EOS_CF_ENTRIES, snap, NULL, 0,
 				       EOS_KV_ITER_SAME_PREFIX, ret)
-		     : eos_kv_iter_take(st->kv, EOS_CF_ENTRIES, ret);
+		     : eos_kv_iter_take(st->kv, EOS_CF_ENTRIES, EOS_KV_ITER_SAME_PREFIX, ret);
 
 	if (r < 0)
 		return eos_error_set(err, r, "create an entry iterator");
@@ -734,6 +734,10 @@ list_step(struct list_state *ls, eos_entry_list_fn fn, void *ctx)
 		return 0;
 	}
 	k = eos_kv_iter_key(ls->it, &kn);
+	if (kn < ls->plen || memcmp(k, ls->key.data, ls->plen) != 0) {
+		ls->done = true; /* past the directory (a pooled iterator has no upper bound) */
+		return 0;
+	}
 	if (eos_entry_key_decode(k, kn, &kp) < 0 || kp.plen + KEY_SBX_LEN + 1 != ls->plen ||
 	    kp.nlen > EOS_NAME_MAX)
 		return list_corrupt(ls);
@@ -751,6 +755,8 @@ static int
 list_open(struct eos_store *st, const struct eos_kv_snapshot *snap, struct list_state *ls,
 	  uint64_t sbx, const char *dir, size_t dlen)
 {
+	enum eos_kv_iter_flags flags =
+		ls->flags & EOS_ENTRY_LIST_NO_CACHE ? EOS_KV_ITER_NO_CACHE_FILL : 0;
 	uint8_t upper[KEY_SBX_LEN + EOS_PATH_MAX + 1];
 	int r;
 
@@ -762,9 +768,9 @@ list_open(struct eos_store *st, const struct eos_kv_snapshot *snap, struct list_
 	ls->plen = ls->key.len;
 	memcpy(upper, ls->key.data, ls->plen);
 	upper[ls->plen - 1] = 0x01;
-	r = eos_kv_iter_new(st->kv, EOS_CF_ENTRIES, snap, upper, ls->plen,
-			    ls->flags & EOS_ENTRY_LIST_NO_CACHE ? EOS_KV_ITER_NO_CACHE_FILL : 0,
-			    &ls->it);
+	/* the latest state: a pooled iterator (unbounded; list_step stops past the prefix) */
+	r = snap ? eos_kv_iter_new(st->kv, EOS_CF_ENTRIES, snap, upper, ls->plen, flags, &ls->it)
+		 : eos_kv_iter_take(st->kv, EOS_CF_ENTRIES, flags, &ls->it);
 	if (r < 0)
 		return eos_error_set(ls->err, r, "create an entry iterator");
 	return 0;

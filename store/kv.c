@@ -43,8 +43,10 @@ enum {
 	KV_NONE = rocksdb_no_compression,
 	/* RocksDB's InfoLogLevel::HEADER_LEVEL: only what DB::Open() writes. */
 	KV_LOG_HEADER = 5,
-	/* Idle point-lookup iterators kept per column family (eos_kv_iter_take). */
+	/* Idle iterators kept per column family and kind (eos_kv_iter_take). */
 	KV_POOL_MAX = 8,
+	/* Kinds: every combination of enum eos_kv_iter_flags. */
+	KV_POOL_KINDS = 4,
 };
 
 /* A pooled iterator older than this is made anew: it would pin what flushes have replaced. */
@@ -104,7 +106,7 @@ static const struct kv_cf_tuning kv_tuning[EOS_CF_COUNT] = {
  * table factory; we keep them alive anyway, next to the options, until after the DB is closed.
  */
 /*
- * Idle point-lookup iterators of one column family. An iterator reads the database as it was
+ * Idle iterators of one column family and kind (flags). An iterator reads the database as it was
  * when it was made, so one is taken again only while no write to its column family has ended
  * since (gen, bumped after every write, flush and compaction of the family, which also free
  * the idle ones).
@@ -117,7 +119,7 @@ struct kv_pool {
 };
 
 struct eos_kv {
-	struct kv_pool pool[EOS_CF_COUNT];
+	struct kv_pool pool[EOS_CF_COUNT][KV_POOL_KINDS];
 	rocksdb_t *db;
 	rocksdb_column_family_handle_t *cf[EOS_CF_COUNT];
 	rocksdb_options_t *db_opts;
@@ -136,10 +138,9 @@ struct eos_kv {
 struct eos_kv_iter {
 	rocksdb_iterator_t *it;
 	rocksdb_readoptions_t *ro;
-	struct eos_kv *kv; /* taken from kv's pool (eos_kv_iter_free gives it back), else NULL */
-	enum eos_cf cf;
-	uint64_t gen;	 /* the pool's generation before it was made */
-	int64_t born_ns; /* CLOCK_MONOTONIC_COARSE */
+	struct kv_pool *pool; /* taken from it (eos_kv_iter_free gives it back), else NULL */
+	uint64_t gen;	      /* the pool's generation before it was made */
+	int64_t born_ns;      /* CLOCK_MONOTONIC_COARSE */
 	/* The upper bound slice points here: it must outlive the iterator. */
 	size_t ulen;
 	uint8_t upper[];
@@ -612,7 +613,8 @@ eos_kv_open(const char *path, const struct eos_kv_options *opts, struct eos_kv *
 	kv = calloc(1, sizeof(*kv));
 	if (kv) {
 		for (unsigned i = 0; i < EOS_CF_COUNT; i++)
-			pthread_mutex_init(&kv->pool[i].lock, NULL);
+			for (unsigned k = 0; k < KV_POOL_KINDS; k++)
+				pthread_mutex_init(&kv->pool[i][k].lock, NULL);
 		kv->name = strdup(opts->name ? opts->name : path);
 	}
 	if (!kv || !kv->name)
@@ -666,8 +668,10 @@ eos_kv_close(struct eos_kv *kv)
 		return;
 	/* Iterators and handles go before the database, the options and the cache after it. */
 	for (unsigned i = 0; i < EOS_CF_COUNT; i++) {
-		kv_pool_drain(&kv->pool[i]);
-		pthread_mutex_destroy(&kv->pool[i].lock);
+		for (unsigned k = 0; k < KV_POOL_KINDS; k++) {
+			kv_pool_drain(&kv->pool[i][k]);
+			pthread_mutex_destroy(&kv->pool[i][k].lock);
+		}
 		if (kv->cf[i])
 			rocksdb_column_family_handle_destroy(kv->cf[i]);
 	}
@@ -1101,7 +1105,7 @@ eos_kv_iter_new(struct eos_kv *kv, enum eos_cf cf, const struct eos_kv_snapshot 
 		return -ENOMEM;
 	/* SIZE_MAX marks "no upper bound" (an empty bound is a valid, empty range). */
 	it->ulen = upper ? ulen : SIZE_MAX;
-	it->kv = NULL;
+	it->pool = NULL;
 	if (ulen)
 		memcpy(it->upper, upper, ulen);
 	it->ro = kv_iter_read_opts(it, snap, flags);
@@ -1123,7 +1127,7 @@ kv_iter_destroy(struct eos_kv_iter *it)
 	free(it);
 }
 
-/* --- pooled point-lookup iterators ------------------------------------------------------------ */
+/* --- pooled iterators ------------------------------------------------------------------------- */
 
 static int64_t
 kv_now_ns(void)
@@ -1136,9 +1140,9 @@ kv_now_ns(void)
 
 /* it still reads what a new iterator would, and is young enough to be taken again. */
 static bool
-kv_pool_fresh(struct kv_pool *p, const struct eos_kv_iter *it, int64_t now)
+kv_pool_fresh(const struct eos_kv_iter *it, int64_t now)
 {
-	return it->gen == atomic_load(&p->gen) && now - it->born_ns < KV_POOL_AGE_NS;
+	return it->gen == atomic_load(&it->pool->gen) && now - it->born_ns < KV_POOL_AGE_NS;
 }
 
 static void
@@ -1160,8 +1164,10 @@ kv_pool_drain(struct kv_pool *p)
 static void
 kv_wrote(struct eos_kv *kv, enum eos_cf cf)
 {
-	atomic_fetch_add(&kv->pool[cf].gen, 1);
-	kv_pool_drain(&kv->pool[cf]);
+	for (unsigned k = 0; k < KV_POOL_KINDS; k++) {
+		atomic_fetch_add(&kv->pool[cf][k].gen, 1);
+		kv_pool_drain(&kv->pool[cf][k]);
+	}
 }
 
 static void
@@ -1173,13 +1179,13 @@ kv_wrote_batch(struct eos_kv *kv, uint32_t cfs)
 }
 
 static void
-kv_pool_give(struct eos_kv *kv, struct eos_kv_iter *it)
+kv_pool_give(struct eos_kv_iter *it)
 {
-	struct kv_pool *p = &kv->pool[it->cf];
+	struct kv_pool *p = it->pool;
 	char *msg = NULL;
 
 	rocksdb_iter_get_error(it->it, &msg);
-	if (!msg && kv_pool_fresh(p, it, kv_now_ns())) {
+	if (!msg && kv_pool_fresh(it, kv_now_ns())) {
 		pthread_mutex_lock(&p->lock);
 		if (p->n < KV_POOL_MAX) {
 			p->idle[p->n++] = it;
@@ -1192,30 +1198,32 @@ kv_pool_give(struct eos_kv *kv, struct eos_kv_iter *it)
 }
 
 int
-eos_kv_iter_take(struct eos_kv *kv, enum eos_cf cf, struct eos_kv_iter **ret)
+eos_kv_iter_take(struct eos_kv *kv, enum eos_cf cf, enum eos_kv_iter_flags flags,
+		 struct eos_kv_iter **ret)
 {
-	struct kv_pool *p = &kv->pool[cf];
-	uint64_t gen = atomic_load(&p->gen);
+	struct kv_pool *p;
+	uint64_t gen;
 	int64_t now = kv_now_ns();
 	struct eos_kv_iter *it = NULL;
 	int r;
 
-	assert((unsigned)cf < EOS_CF_COUNT);
+	assert((unsigned)cf < EOS_CF_COUNT && (unsigned)flags < KV_POOL_KINDS);
+	p = &kv->pool[cf][flags];
+	gen = atomic_load(&p->gen);
 	pthread_mutex_lock(&p->lock);
 	if (p->n)
 		it = p->idle[--p->n];
 	pthread_mutex_unlock(&p->lock);
-	if (it && kv_pool_fresh(p, it, now)) {
+	if (it && kv_pool_fresh(it, now)) {
 		*ret = it;
 		return 0;
 	}
 	kv_iter_destroy(it);
 	/* gen was read before the iterator is made: a write in between makes it stale, not wrong */
-	r = eos_kv_iter_new(kv, cf, NULL, NULL, 0, EOS_KV_ITER_SAME_PREFIX, &it);
+	r = eos_kv_iter_new(kv, cf, NULL, NULL, 0, flags, &it);
 	if (r < 0)
 		return r;
-	it->kv = kv;
-	it->cf = cf;
+	it->pool = p;
 	it->gen = gen;
 	it->born_ns = now;
 	*ret = it;
@@ -1225,8 +1233,8 @@ eos_kv_iter_take(struct eos_kv *kv, enum eos_cf cf, struct eos_kv_iter **ret)
 void
 eos_kv_iter_free(struct eos_kv_iter *it)
 {
-	if (it && it->kv)
-		kv_pool_give(it->kv, it);
+	if (it && it->pool)
+		kv_pool_give(it);
 	else
 		kv_iter_destroy(it);
 }

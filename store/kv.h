@@ -154,12 +154,13 @@ int eos_kv_iter_new(struct eos_kv *kv, enum eos_cf cf, const struct eos_kv_snaps
 		    const void *upper, size_t ulen, enum eos_kv_iter_flags flags,
 		    struct eos_kv_iter **ret);
 /*
- * A point-lookup iterator over cf (EOS_KV_ITER_SAME_PREFIX, no snapshot, no bound) that reads
- * what a new one would: one of kv's idle iterators of cf when no write, flush or compaction of
- * cf has ended since it was made and it is less than a second old, else a new one.
- * eos_kv_iter_free() gives it back to the pool (at most 8 idle per column family).
+ * An iterator over cf with flags, no snapshot and no bound, that reads what a new one would: one
+ * of kv's idle iterators of cf and flags when no write, flush or compaction of cf has ended since
+ * it was made and it is less than a second old, else a new one. eos_kv_iter_free() gives it back
+ * to the pool (at most 8 idle per column family and flags).
  */
-int eos_kv_iter_take(struct eos_kv *kv, enum eos_cf cf, struct eos_kv_iter **ret);
+int eos_kv_iter_take(struct eos_kv *kv, enum eos_cf cf, enum eos_kv_iter_flags flags,
+		     struct eos_kv_iter **ret);
 /* Destroys it, or gives it back to its pool when eos_kv_iter_take() made it. */
 void eos_kv_iter_free(struct eos_kv_iter *it);
 void eos_kv_iter_seek(struct eos_kv_iter *it, const void *key, size_t klen);

@@ -601,7 +601,7 @@ taken_version(struct eos_kv *kv, const char *p, size_t plen, struct eos_kv_iter 
 	size_t n = entry_key(seek, p, plen, UINT64_MAX), klen;
 	const uint8_t *k;
 
-	ck_assert_int_eq(eos_kv_iter_take(kv, EOS_CF_ENTRIES, ret), 0);
+	ck_assert_int_eq(eos_kv_iter_take(kv, EOS_CF_ENTRIES, EOS_KV_ITER_SAME_PREFIX, ret), 0);
 	eos_kv_iter_seek(*ret, seek, n);
 	ck_assert_int_eq(eos_kv_iter_status(*ret, NULL), 0);
 	if (!eos_kv_iter_valid(*ret))
@@ -687,6 +687,26 @@ START_TEST(test_iter_take)
 		ck_assert_int_eq(eos_kv_delete(f.kv, EOS_CF_ENTRIES, k, n, false, &err), 0);
 	}
 	ck_assert_uint_eq(taken_version(f.kv, px, plen, &a), 3);
+	eos_kv_iter_free(a);
+
+	/* Scans (total order, no cache fill) have pools of their own, emptied by writes too. */
+	ck_assert_int_eq(eos_kv_iter_take(f.kv, EOS_CF_ENTRIES, EOS_KV_ITER_NO_CACHE_FILL, &b), 0);
+	ck_assert_ptr_ne(a, b);
+	eos_kv_iter_free(b);
+	ck_assert_int_eq(eos_kv_iter_take(f.kv, EOS_CF_ENTRIES, EOS_KV_ITER_NO_CACHE_FILL, &a), 0);
+	ck_assert_ptr_eq(a, b);
+	eos_kv_iter_free(a);
+	put_version(f.kv, "sb\x01/dir\0w\0", plen, 7, false);
+	ck_assert_int_eq(eos_kv_iter_take(f.kv, EOS_CF_ENTRIES, EOS_KV_ITER_NO_CACHE_FILL, &a), 0);
+	eos_kv_iter_seek_first(a); /* a total-order scan sees the new name first */
+	ck_assert(eos_kv_iter_valid(a));
+	{
+		size_t kn;
+		const uint8_t *k = eos_kv_iter_key(a, &kn);
+
+		ck_assert_uint_eq(kn, plen + 8);
+		ck_assert_mem_eq(k, "sb\x01/dir\0w\0", plen);
+	}
 	eos_kv_iter_free(a);
 	fixture_release(&f); /* closes with idle iterators in the pool */
 }
