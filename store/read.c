@@ -123,6 +123,8 @@ eos_tree_lookup_child(const struct eos_tree *t, const char *dir_path, const stru
 				     t->sandbox, dir_path);
 	r = eos_entry_lookup(t->st, NULL, t->sbx, t->version, dir_path, strlen(dir_path),
 			     dir->floor, name, nlen, &e, err);
+	if (r == -ENOENT && !err)
+		return r; /* a view's negative lookup: nothing to format */
 	if (r == -ENOENT) {
 		eos_layer_id_format(t->version, id);
 		return eos_error_set(err, r, "sandbox '%s': '%s%s%s' does not exist at %s",
