@@ -67,7 +67,7 @@ function actions(id, d, life) {
 		const r = await api.stream("squash_layerstacks", { sandbox: id });
 		notify(`Squashed: ${r.layers_removed} layers folded, ${fmtBytes(r.bytes_freed)} freed`, "info");
 		if (!life.over)
-			render(document.getElementById("main"), { parts: ["sandbox", id] }, life);
+			life.settle(render(document.getElementById("main"), { parts: ["sandbox", id] }, life));
 	});
 	const destroy = h("button", { type: "button", id: "destroy", class: "danger" }, "Destroy…");
 	destroy.onclick = () => {

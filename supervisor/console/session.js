@@ -104,7 +104,7 @@ export async function render(main, params, life) {
 	if (life.over)
 		return;
 	const out = h("div", { "aria-live": "polite" });
-	const reload = () => render(main, params, life);
+	const reload = () => life.settle(render(main, params, life));
 	const running = (s.commands || []).map((c) => ({ id: c.id || c.command_session_id, ws, cmd: c.cmd || c.command, status: c.status || "running", started: c.started }));
 	const recent = h("div", {}, api.can("observability") ? h("p", { class: "muted" }, "Loading…") : null);
 	const holder = s.holder || {};

@@ -187,6 +187,14 @@ export class Life {
 		this.timers.add(t);
 		return t;
 	}
+	// p, a page's work nobody awaits (a reload after an action): its failure is shown, unless
+	// the page was left meanwhile (its requests are aborted then, which is no failure).
+	settle(p) {
+		return p.catch((e) => {
+			if (!this.over)
+				notifyError(e);
+		});
+	}
 	after(ms, fn) {
 		const t = setTimeout(() => { this.timers.delete(t); fn(); }, ms);
 		this.timers.add(t);

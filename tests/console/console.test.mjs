@@ -185,8 +185,15 @@ async function main() {
 		await shot(page, 'command-cancelled');
 	});
 
+	// The page reloads itself after a publish; that reload's request is held, so that the next
+	// step leaves the page while it is in flight: its abort must be no error on the page.
+	const held = '**/inspect_workspace_session';
 	await step('the session is published from its page', page, async () => {
 		await page.goto(`${BASE}#/session/${SB}/ws-web`);
+		await page.route(held, async (route) => {
+			await new Promise((r) => setTimeout(r, 1000));
+			await route.continue().catch(() => {});
+		});
 		await page.click('#publish');
 		await page.waitForSelector('.alert.info');
 		const text = await page.locator('.alert.info').textContent();
@@ -196,6 +203,7 @@ async function main() {
 
 	await step('the new layer is on the timeline with its owner, and its changes open', page, async () => {
 		await page.goto(`${BASE}#/sandbox/${SB}`);
+		await page.unroute(held);
 		const layer = page.locator('#timeline li[data-version="L000002"]');
 		await layer.waitFor();
 		if (!(await layer.textContent()).includes('workspace_session:ws-web'))
