@@ -519,18 +519,25 @@ iter_lookup(struct eos_kv_iter *it, uint64_t sbx, uint64_t v, const char *parent
 	return 0;
 }
 
+/* An entry iterator at snap, bounded by upper; at the latest state (snap NULL) a pooled one,
+ * which saves making one per lookup or listing and has no bound. */
 static int
-entry_iter_new(struct eos_store *st, const struct eos_kv_snapshot *snap, struct eos_kv_iter **ret,
-	       struct eos_error *err)
+entry_iter(struct eos_store *st, const struct eos_kv_snapshot *snap, enum eos_kv_iter_flags flags,
+	   const void *upper, size_t ulen, struct eos_kv_iter **ret, struct eos_error *err)
 {
-	/* the latest state: a pooled iterator saves making one per lookup */
-	int r = snap ? eos_kv_iter_new(st->kv, EOS_CF_ENTRIES, snap, NULL, 0,
-				       EOS_KV_ITER_SAME_PREFIX, ret)
-		     : eos_kv_iter_take(st->kv, EOS_CF_ENTRIES, EOS_KV_ITER_SAME_PREFIX, ret);
+	int r = snap ? eos_kv_iter_new(st->kv, EOS_CF_ENTRIES, snap, upper, ulen, flags, ret)
+		     : eos_kv_iter_take(st->kv, EOS_CF_ENTRIES, flags, ret);
 
 	if (r < 0)
 		return eos_error_set(err, r, "create an entry iterator");
 	return 0;
+}
+
+static int
+entry_iter_new(struct eos_store *st, const struct eos_kv_snapshot *snap, struct eos_kv_iter **ret,
+	       struct eos_error *err)
+{
+	return entry_iter(st, snap, EOS_KV_ITER_SAME_PREFIX, NULL, 0, ret, err);
 }
 
 int
@@ -768,12 +775,8 @@ list_open(struct eos_store *st, const struct eos_kv_snapshot *snap, struct list_
 	ls->plen = ls->key.len;
 	memcpy(upper, ls->key.data, ls->plen);
 	upper[ls->plen - 1] = 0x01;
-	/* the latest state: a pooled iterator (unbounded; list_step stops past the prefix) */
-	r = snap ? eos_kv_iter_new(st->kv, EOS_CF_ENTRIES, snap, upper, ls->plen, flags, &ls->it)
-		 : eos_kv_iter_take(st->kv, EOS_CF_ENTRIES, flags, &ls->it);
-	if (r < 0)
-		return eos_error_set(ls->err, r, "create an entry iterator");
-	return 0;
+	/* unbounded when pooled: list_step stops past the prefix */
+	return entry_iter(st, snap, flags, upper, ls->plen, &ls->it, ls->err);
 }
 
 static int

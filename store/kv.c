@@ -108,18 +108,19 @@ static const struct kv_cf_tuning kv_tuning[EOS_CF_COUNT] = {
 /*
  * Idle iterators of one column family and kind (flags). An iterator reads the database as it was
  * when it was made, so one is taken again only while no write to its column family has ended
- * since (gen, bumped after every write, flush and compaction of the family, which also free
- * the idle ones).
+ * since (*gen, the family's generation, bumped after every write, flush and compaction of it,
+ * which also free the idle ones).
  */
 struct kv_pool {
 	pthread_mutex_t lock;
 	struct eos_kv_iter *idle[KV_POOL_MAX];
-	size_t n;
-	atomic_uint_fast64_t gen;
+	atomic_size_t n; /* changed under lock; read without it to pass an empty pool by */
+	atomic_uint_fast64_t *gen;
 };
 
 struct eos_kv {
 	struct kv_pool pool[EOS_CF_COUNT][KV_POOL_KINDS];
+	atomic_uint_fast64_t gen[EOS_CF_COUNT];
 	rocksdb_t *db;
 	rocksdb_column_family_handle_t *cf[EOS_CF_COUNT];
 	rocksdb_options_t *db_opts;
@@ -613,8 +614,10 @@ eos_kv_open(const char *path, const struct eos_kv_options *opts, struct eos_kv *
 	kv = calloc(1, sizeof(*kv));
 	if (kv) {
 		for (unsigned i = 0; i < EOS_CF_COUNT; i++)
-			for (unsigned k = 0; k < KV_POOL_KINDS; k++)
+			for (unsigned k = 0; k < KV_POOL_KINDS; k++) {
 				pthread_mutex_init(&kv->pool[i][k].lock, NULL);
+				kv->pool[i][k].gen = &kv->gen[i];
+			}
 		kv->name = strdup(opts->name ? opts->name : path);
 	}
 	if (!kv || !kv->name)
@@ -1142,7 +1145,7 @@ kv_now_ns(void)
 static bool
 kv_pool_fresh(const struct eos_kv_iter *it, int64_t now)
 {
-	return it->gen == atomic_load(&it->pool->gen) && now - it->born_ns < KV_POOL_AGE_NS;
+	return it->gen == atomic_load(it->pool->gen) && now - it->born_ns < KV_POOL_AGE_NS;
 }
 
 static void
@@ -1151,6 +1154,9 @@ kv_pool_drain(struct kv_pool *p)
 	struct eos_kv_iter *idle[KV_POOL_MAX];
 	size_t n;
 
+	/* every write drains its family's pools: most are empty (a storm looks nothing up) */
+	if (atomic_load_explicit(&p->n, memory_order_relaxed) == 0)
+		return;
 	pthread_mutex_lock(&p->lock);
 	n = p->n;
 	memcpy(idle, p->idle, n * sizeof(*idle));
@@ -1164,10 +1170,9 @@ kv_pool_drain(struct kv_pool *p)
 static void
 kv_wrote(struct eos_kv *kv, enum eos_cf cf)
 {
-	for (unsigned k = 0; k < KV_POOL_KINDS; k++) {
-		atomic_fetch_add(&kv->pool[cf][k].gen, 1);
+	atomic_fetch_add(&kv->gen[cf], 1);
+	for (unsigned k = 0; k < KV_POOL_KINDS; k++)
 		kv_pool_drain(&kv->pool[cf][k]);
-	}
 }
 
 static void
@@ -1209,7 +1214,7 @@ eos_kv_iter_take(struct eos_kv *kv, enum eos_cf cf, enum eos_kv_iter_flags flags
 
 	assert((unsigned)cf < EOS_CF_COUNT && (unsigned)flags < KV_POOL_KINDS);
 	p = &kv->pool[cf][flags];
-	gen = atomic_load(&p->gen);
+	gen = atomic_load(p->gen);
 	pthread_mutex_lock(&p->lock);
 	if (p->n)
 		it = p->idle[--p->n];
