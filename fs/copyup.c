@@ -49,10 +49,14 @@ eos_copyup_record(struct eos_view *v, struct eos_node *n)
 	return r;
 }
 
-/* n (locked) gets its record; p (locked) a dirent for it when n is still linked there. */
+/*
+ * n (locked) gets its record; p (locked) a dirent for it when n is still linked there. A change
+ * the caller staged (`then`) is made to n before its record is encoded, so that both go in one
+ * batch, and is undone with the copy-up when the batch cannot be written.
+ */
 static int
 make_upper(struct eos_view *v, struct eos_node *p, struct eos_node *n, const char *name,
-	   bool freeing)
+	   bool freeing, struct eos_copyup_then *then)
 {
 	struct eos_txn t = { 0 };
 	int r = eos_txn_begin(v, &t);
@@ -61,10 +65,15 @@ make_upper(struct eos_view *v, struct eos_node *p, struct eos_node *n, const cha
 		eos_session_batch_freeing(t.b);
 	r = r ?: eos_txn_save(&t, n);
 	r = r ?: eos_copyup_record(v, n);
+	if (r == 0 && then)
+		then->change(n, then->ctx);
 	r = r ?: eos_delta_put_node(v, n, t.b);
 	if (r == 0 && n->nlink > 0)
 		r = eos_txn_dirent_kept(&t, p, name, n->ino);
-	return eos_txn_end(&t, r);
+	r = eos_txn_end(&t, r);
+	if (r == 0 && then)
+		then->done = true;
+	return r;
 }
 
 int
@@ -75,6 +84,13 @@ eos_copyup_meta(struct eos_view *v, struct eos_node *n)
 
 int
 eos_copyup_meta_for(struct eos_view *v, struct eos_node *n, bool freeing)
+{
+	return eos_copyup_meta_then(v, n, freeing, NULL);
+}
+
+int
+eos_copyup_meta_then(struct eos_view *v, struct eos_node *n, bool freeing,
+		     struct eos_copyup_then *then)
 {
 	for (;;) {
 		cleanup_free char *name = NULL;
@@ -97,7 +113,8 @@ eos_copyup_meta_for(struct eos_view *v, struct eos_node *n, bool freeing)
 		eos_node_lock(p);
 		eos_node_lock(n);
 		bool moved = eos_node_parent(n) != parent || strcmp(eos_node_name(n), name) != 0;
-		r = moved || n->flags & EOS_NODE_UPPER ? 0 : make_upper(v, p, n, name, freeing);
+		r = moved || n->flags & EOS_NODE_UPPER ? 0
+						       : make_upper(v, p, n, name, freeing, then);
 		eos_node_unlock(n);
 		eos_node_unlock(p);
 		if (!moved)

@@ -126,16 +126,32 @@ setattr_locked(struct eos_view *v, struct eos_node *n, const struct stat *a, uns
 	return r == 0 && size ? truncate_data(n) : r;
 }
 
+struct setattr_args {
+	const struct stat *attr;
+	unsigned valid;
+};
+
+static void
+setattr_staged(struct eos_node *n, void *ctx)
+{
+	const struct setattr_args *a = ctx;
+
+	set_fields(n, a->attr, a->valid);
+}
+
 int
 eos_fs_setattr(struct eos_view *v, struct eos_node *n, const struct stat *attr, unsigned valid,
 	       struct stat *out)
 {
-	int r = eos_copyup_meta(v, n);
+	struct setattr_args args = { .attr = attr, .valid = valid };
+	/* a lower node's first change of owner, mode or times: one batch with its copy-up */
+	struct eos_copyup_then then = { .change = setattr_staged, .ctx = &args };
+	int r = eos_copyup_meta_then(v, n, false, valid & EOS_SET_SIZE ? NULL : &then);
 
 	if (r < 0)
 		return r;
 	eos_node_lock(n);
-	r = setattr_locked(v, n, attr, valid);
+	r = then.done ? 0 : setattr_locked(v, n, attr, valid);
 	if (n->x->opens == 0)
 		eos_data_close(v, n); /* a truncate without an open file */
 	if (r == 0 && eos_node_is_dir(n))

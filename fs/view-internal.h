@@ -582,6 +582,19 @@ int eos_txn_end(struct eos_txn *t, int r);
 int eos_copyup_meta(struct eos_view *v, struct eos_node *n);
 /* The same for an operation that frees space (unlink): its records go in at any fill level. */
 int eos_copyup_meta_for(struct eos_view *v, struct eos_node *n, bool freeing);
+/*
+ * A change to make to n in its own copy-up's batch (one store write instead of two): change()
+ * runs with n locked, after n was marked upper and before its record is encoded, and cannot
+ * fail; done tells whether the copy-up happened and was written with it. When n was upper
+ * already, nothing is called and done stays false: the caller makes the change itself.
+ */
+struct eos_copyup_then {
+	void (*change)(struct eos_node *n, void *ctx);
+	void *ctx;
+	bool done;
+};
+int eos_copyup_meta_then(struct eos_view *v, struct eos_node *n, bool freeing,
+			 struct eos_copyup_then *then);
 /* Mark n (locked) upper, its xattrs loaded; the caller stages its record (no dirents). */
 int eos_copyup_record(struct eos_view *v, struct eos_node *n);
 /* Give n (locked, upper) a data file; with truncate, an empty one instead of the content. */

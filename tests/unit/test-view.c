@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/failpoint.h"
 
 #include "fs/view-internal.h"
 #include "fs/view.h"
@@ -1198,6 +1199,52 @@ START_TEST(test_partial_copyup)
 }
 END_TEST
 
+#if EOS_FAILPOINTS_COMPILED
+/*
+ * A lower file's first chmod writes its copy-up and the new mode in one batch: when that batch
+ * cannot be written, the file stays lower with its old mode and times, and nothing reaches the
+ * delta; once the store takes writes again, the chmod goes through and survives a reopen.
+ */
+START_TEST(test_failed_copyup_setattr_changes_nothing)
+{
+	struct eos_view *v = view_open("s1", true);
+	struct stat attr = { .st_mode = 0600 }, out;
+	struct eos_node *c;
+	struct delta *d;
+	unsigned hits;
+	int64_t mtime;
+
+	/* the root is copied up by a first chmod, so that c.txt's copy-up is one batch */
+	ck_rc(eos_fs_setattr(v, tv_lookup(v, "a.txt"), &attr, EOS_SET_MODE, &out), 0);
+	c = tv_lookup(v, "c.txt");
+	mtime = c->mtime;
+	hits = eos_failpoint_hits("kv.batch_write");
+	ck_assert_int_eq(eos_failpoint_arm("kv.batch_write", -ENOSPC), 0);
+	ck_rc(eos_fs_setattr(v, c, &attr, EOS_SET_MODE, &out), -ENOSPC);
+	ck_assert_uint_eq(eos_failpoint_hits("kv.batch_write"), hits + 1); /* one batch */
+	ck_assert_int_eq(eos_failpoint_arm("kv.batch_write", 0), 0);
+	ck_assert_uint_eq(c->mode, S_IFREG | 0644);
+	ck_assert_int_eq(c->mtime, mtime);
+	ck_assert(!(c->flags & (EOS_NODE_UPPER | EOS_NODE_DIRTY | EOS_NODE_META_CHANGED)));
+	d = capture(v);
+	ck_assert_uint_eq(d->n, 1);
+	ck_assert_str_eq(d->v[0].path, "a.txt");
+	delta_free(d);
+
+	hits = eos_failpoint_hits("kv.batch_write");
+	ck_rc(eos_fs_setattr(v, c, &attr, EOS_SET_MODE, &out), 0);
+	ck_assert_uint_eq(eos_failpoint_hits("kv.batch_write"), hits + 1);
+	ck_assert_uint_eq(out.st_mode, S_IFREG | 0600);
+	ck_assert(c->flags & EOS_NODE_UPPER);
+	v = reopen_same(v);
+	ck_assert_uint_eq(tv_lookup(v, "c.txt")->mode, S_IFREG | 0600);
+	ck_content(v, "c.txt", "ccc");
+	eos_view_close(v);
+	check_store_untouched();
+}
+END_TEST
+#endif
+
 START_TEST(test_open_missing)
 {
 	struct eos_view_options o = { .store = fx.st, .sandbox = SBX, .session = "nosuch" };
@@ -1261,6 +1308,9 @@ view_suite(void)
 	tcase_add_test(tc, test_read_only_refuses_changes);
 	tcase_add_test(tc, test_open_missing);
 	tcase_add_test(tc, test_partial_copyup);
+#if EOS_FAILPOINTS_COMPILED
+	tcase_add_test(tc, test_failed_copyup_setattr_changes_nothing);
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }
