@@ -103,6 +103,47 @@ set_fields(struct eos_node *n, const struct stat *a, unsigned valid)
 	n->flags |= EOS_NODE_DIRTY;
 }
 
+/* What a change of mode, owner or times touches, to undo it. */
+struct attrs_saved {
+	unsigned flags;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	int64_t atime, mtime, ctime;
+};
+
+/*
+ * n (locked, upper): the change as one journal record instead of a store write of its record,
+ * which the next checkpoint writes. A failed append (a full disk) changes nothing.
+ */
+static int
+setattr_journaled(struct eos_view *v, struct eos_node *n, const struct stat *a, unsigned valid)
+{
+	const struct attrs_saved s = { .flags = n->flags,
+				       .mode = n->mode,
+				       .uid = n->uid,
+				       .gid = n->gid,
+				       .atime = n->x->atime,
+				       .mtime = n->mtime,
+				       .ctime = n->x->ctime };
+	int r = eos_journal_reserve(v);
+
+	if (r < 0)
+		return r;
+	set_fields(n, a, valid);
+	r = eos_journal_attr(v, n);
+	if (r < 0) {
+		n->flags = s.flags;
+		n->mode = s.mode;
+		n->uid = s.uid;
+		n->gid = s.gid;
+		n->x->atime = s.atime;
+		n->mtime = s.mtime;
+		n->x->ctime = s.ctime;
+	}
+	return r;
+}
+
 /* The change is recorded before it is made: a failure (a full disk) changes nothing. */
 static int
 setattr_locked(struct eos_view *v, struct eos_node *n, const struct stat *a, unsigned valid)
@@ -111,6 +152,8 @@ setattr_locked(struct eos_view *v, struct eos_node *n, const struct stat *a, uns
 	struct eos_txn t = { 0 };
 	int r = 0;
 
+	if (!size && eos_journal_takes_attrs(v, n))
+		return setattr_journaled(v, n, a, valid);
 	if (size && !S_ISREG(n->mode))
 		return eos_node_is_dir(n) ? -EISDIR : -EINVAL;
 	if (size)

@@ -22,6 +22,7 @@
 #include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/endian.h"
+#include "common/failpoint.h"
 #include "common/hashmap.h"
 #include "common/log.h"
 
@@ -34,12 +35,19 @@ enum {
 	RECORD_BYTES = 72,
 	RECORD_CHECKED = 64, /* bytes covered by the check */
 	REC_WRITE = 1,
+	REC_ATTR = 2,
+	ATTR_META_CHANGED = 1, /* REC_ATTR flags: the change was a user's (EOS_NODE_META_CHANGED) */
 	ROTATE_BYTES = 4 << 20,	  /* a generation this large is rotated */
 	PREALLOC_BYTES = 1 << 20, /* preallocated ahead of the appends */
 	PREALLOC_MIN = 64 << 10,  /* refill when less than this is left */
 	KEY_JOURNAL = 'J',
 };
 
+/*
+ * One record. REC_WRITE: a write of [start, end) by op, with the size, mtime and copy-up state
+ * after it. REC_ATTR: a change of a node's mode, owner or times (a SETATTR without a size), with
+ * all of them after it.
+ */
 struct jrec {
 	uint64_t seq, ino;
 	uint8_t type, copyup;
@@ -47,6 +55,8 @@ struct jrec {
 	uint64_t start, end, size;
 	int64_t mtime_ns;
 	uint64_t lower_limit;
+	uint32_t mode, uid, gid, aflags;
+	int64_t atime_ns, ctime_ns;
 };
 
 void
@@ -65,6 +75,7 @@ gen_name(uint64_t gen, char *out, size_t size)
 	snprintf(out, size, "journal-%016" PRIx64, gen);
 }
 
+/* Bytes 24..64 of a record: the write's range and state, or the attributes. */
 static void
 rec_encode(const struct jrec *r, uint8_t *p)
 {
@@ -74,11 +85,20 @@ rec_encode(const struct jrec *r, uint8_t *p)
 	p[16] = r->type;
 	p[17] = r->copyup;
 	eos_put_le32(p + 20, r->op);
-	eos_put_le64(p + 24, r->start);
-	eos_put_le64(p + 32, r->end);
-	eos_put_le64(p + 40, r->size);
+	if (r->type == REC_ATTR) {
+		eos_put_le32(p + 24, r->mode);
+		eos_put_le32(p + 28, r->uid);
+		eos_put_le32(p + 32, r->gid);
+		eos_put_le32(p + 36, r->aflags);
+		eos_put_le64(p + 40, (uint64_t)r->atime_ns);
+		eos_put_le64(p + 56, (uint64_t)r->ctime_ns);
+	} else {
+		eos_put_le64(p + 24, r->start);
+		eos_put_le64(p + 32, r->end);
+		eos_put_le64(p + 40, r->size);
+		eos_put_le64(p + 56, r->lower_limit);
+	}
 	eos_put_le64(p + 48, (uint64_t)r->mtime_ns);
-	eos_put_le64(p + 56, r->lower_limit);
 	eos_put_le64(p + 64, eos_hashmap_hash(p, RECORD_CHECKED));
 }
 
@@ -92,11 +112,21 @@ rec_decode(const uint8_t *p, struct jrec *r)
 			    .type = p[16],
 			    .copyup = p[17],
 			    .op = eos_get_le32(p + 20),
-			    .start = eos_get_le64(p + 24),
-			    .end = eos_get_le64(p + 32),
-			    .size = eos_get_le64(p + 40),
-			    .mtime_ns = (int64_t)eos_get_le64(p + 48),
-			    .lower_limit = eos_get_le64(p + 56) };
+			    .mtime_ns = (int64_t)eos_get_le64(p + 48) };
+	if (r->type == REC_ATTR) {
+		r->mode = eos_get_le32(p + 24);
+		r->uid = eos_get_le32(p + 28);
+		r->gid = eos_get_le32(p + 32);
+		r->aflags = eos_get_le32(p + 36);
+		r->atime_ns = (int64_t)eos_get_le64(p + 40);
+		r->ctime_ns = (int64_t)eos_get_le64(p + 56);
+		return r->copyup == EOS_JCOPYUP_NONE &&
+		       !(r->aflags & ~(uint32_t)ATTR_META_CHANGED) && !(r->mode & ~(uint32_t)07777);
+	}
+	r->start = eos_get_le64(p + 24);
+	r->end = eos_get_le64(p + 32);
+	r->size = eos_get_le64(p + 40);
+	r->lower_limit = eos_get_le64(p + 56);
 	return r->type == REC_WRITE && r->copyup <= EOS_JCOPYUP_PARTIAL && r->start <= r->end;
 }
 
@@ -146,16 +176,11 @@ apply_copyup(struct eos_node *n, const struct jrec *r)
 	}
 }
 
-/* Apply r to its node when the node's records do not include it yet. */
 static int
-replay_one(struct eos_view *v, const struct jrec *r, uint64_t *max_seq)
+replay_write(struct eos_node *n, const struct jrec *r)
 {
-	struct eos_node *n = eos_node_get(v, r->ino);
 	int e;
 
-	*max_seq = EOS_MAX(*max_seq, r->seq);
-	if (!n || !(n->flags & EOS_NODE_UPPER) || r->seq <= n->x->jseq)
-		return 0; /* removed since, or already in its records */
 	apply_copyup(n, r);
 	e = eos_writelog_add(&n->x->log, r->start, r->end, r->op);
 	if (e == 0 && n->flags & EOS_NODE_PARTIAL)
@@ -164,8 +189,41 @@ replay_one(struct eos_view *v, const struct jrec *r, uint64_t *max_seq)
 		return e;
 	n->size = r->size;
 	n->mtime = n->x->ctime = r->mtime_ns;
+	n->flags |= EOS_NODE_LOG_DIRTY;
+	return 0;
+}
+
+static void
+replay_attr(struct eos_node *n, const struct jrec *r)
+{
+	n->mode = (n->mode & S_IFMT) | r->mode;
+	n->uid = r->uid;
+	n->gid = r->gid;
+	n->x->atime = r->atime_ns;
+	n->mtime = r->mtime_ns;
+	n->x->ctime = r->ctime_ns;
+	if (r->aflags & ATTR_META_CHANGED)
+		n->flags |= EOS_NODE_META_CHANGED;
+}
+
+/* Apply r to its node when the node's records do not include it yet. */
+static int
+replay_one(struct eos_view *v, const struct jrec *r, uint64_t *max_seq)
+{
+	struct eos_node *n = eos_node_get(v, r->ino);
+	int e = 0;
+
+	*max_seq = EOS_MAX(*max_seq, r->seq);
+	if (!n || !(n->flags & EOS_NODE_UPPER) || r->seq <= n->x->jseq)
+		return 0; /* removed since, or already in its records */
+	if (r->type == REC_ATTR)
+		replay_attr(n, r);
+	else
+		e = replay_write(n, r);
+	if (e < 0)
+		return e;
 	n->x->jseq = r->seq;
-	n->flags |= EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY;
+	n->flags |= EOS_NODE_DIRTY;
 	return 0;
 }
 
@@ -439,11 +497,41 @@ eos_journal_reserve(struct eos_view *v)
 	return r;
 }
 
-int
-eos_journal_wrote(struct eos_view *v, struct eos_node *n, uint64_t start, uint64_t end, uint32_t op)
+/* Append rec (its seq assigned here) for n (locked) and queue n for the next checkpoint. */
+static int
+append(struct eos_view *v, struct eos_node *n, struct jrec *rec)
 {
 	struct eos_journal *j = &v->journal;
 	uint8_t buf[RECORD_BYTES];
+	int fp = EOS_FAILPOINT("journal.append");
+	ssize_t got;
+
+	if (fp < 0)
+		return fp;
+	pthread_rwlock_rdlock(&j->lock);
+	rec->seq = atomic_fetch_add(&j->next_seq, 1);
+	rec_encode(rec, buf);
+	errno = EIO; /* no journal: appends fail */
+	got = j->fd >= 0 ? write(j->fd, buf, sizeof(buf)) : -1;
+	if (got == (ssize_t)sizeof(buf)) {
+		uint64_t bytes = atomic_fetch_add(&j->bytes, sizeof(buf)) + sizeof(buf);
+
+		/* every write past the size asks again: a rotation that failed is retried */
+		if (bytes >= ROTATE_BYTES)
+			eos_flusher_kick(v);
+		n->x->jseq = rec->seq;
+		n->x->jcopyup = EOS_JCOPYUP_NONE;
+		eos_flusher_queue(v, n);
+	}
+	pthread_rwlock_unlock(&j->lock);
+	if (got == (ssize_t)sizeof(buf))
+		return 0;
+	return got < 0 && errno ? eos_neg_errno() : -EIO;
+}
+
+int
+eos_journal_wrote(struct eos_view *v, struct eos_node *n, uint64_t start, uint64_t end, uint32_t op)
+{
 	struct jrec rec = { .ino = n->ino,
 			    .type = REC_WRITE,
 			    .copyup = n->x->jcopyup,
@@ -453,26 +541,38 @@ eos_journal_wrote(struct eos_view *v, struct eos_node *n, uint64_t start, uint64
 			    .size = n->size,
 			    .mtime_ns = n->mtime,
 			    .lower_limit = n->x->lower_limit };
-	ssize_t got;
 
+	return append(v, n, &rec);
+}
+
+bool
+eos_journal_takes_attrs(struct eos_view *v, const struct eos_node *n)
+{
+	struct eos_journal *j = &v->journal;
+	bool started;
+
+	if (!(n->flags & EOS_NODE_UPPER) || n->x->jcopyup != EOS_JCOPYUP_NONE)
+		return false;
 	pthread_rwlock_rdlock(&j->lock);
-	rec.seq = atomic_fetch_add(&j->next_seq, 1);
-	rec_encode(&rec, buf);
-	got = j->fd >= 0 ? write(j->fd, buf, sizeof(buf)) : -1;
-	if (got == (ssize_t)sizeof(buf)) {
-		uint64_t bytes = atomic_fetch_add(&j->bytes, sizeof(buf)) + sizeof(buf);
-
-		/* every write past the size asks again: a rotation that failed is retried */
-		if (bytes >= ROTATE_BYTES)
-			eos_flusher_kick(v);
-		n->x->jseq = rec.seq;
-		n->x->jcopyup = EOS_JCOPYUP_NONE;
-		eos_flusher_queue(v, n);
-	}
+	started = j->fd >= 0;
 	pthread_rwlock_unlock(&j->lock);
-	if (got == (ssize_t)sizeof(buf))
-		return 0;
-	return got < 0 && errno ? eos_neg_errno() : -EIO;
+	return started;
+}
+
+int
+eos_journal_attr(struct eos_view *v, struct eos_node *n)
+{
+	struct jrec rec = { .ino = n->ino,
+			    .type = REC_ATTR,
+			    .mode = n->mode & 07777,
+			    .uid = n->uid,
+			    .gid = n->gid,
+			    .aflags = n->flags & EOS_NODE_META_CHANGED ? ATTR_META_CHANGED : 0,
+			    .atime_ns = eos_node_atime(n),
+			    .mtime_ns = n->mtime,
+			    .ctime_ns = eos_node_ctime(n) };
+
+	return append(v, n, &rec);
 }
 
 /* --- rotation --------------------------------------------------------------------------------- */

@@ -99,7 +99,8 @@ INTEGRATION_TESTS = \
 	tests/integration/fs-sessions.sh \
 	tests/integration/git-import.sh \
 	tests/integration/full-disk.sh \
-	tests/integration/full-view.sh
+	tests/integration/full-view.sh \
+	tests/integration/fs-attrs-kill.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/fs-lib.sh \
 	tests/integration/small-fs.sh

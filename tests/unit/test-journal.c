@@ -4,7 +4,8 @@
  * changes through the view's operations and is SIGKILLed before it closes anything; the parent
  * reopens the store and the session and finds every acknowledged change — new files, open files,
  * whole and partial copy-ups, truncations, write logs — across journal rotations, while torn
- * tails and the journals of an earlier incarnation of the session are never replayed.
+ * tails and the journals of an earlier incarnation of the session are never replayed. Changes
+ * of an upper node's mode, owner and times are journaled too, without a store write.
  */
 #include <check.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/failpoint.h"
 
 #include "fs/view-internal.h"
 #include "fs/view.h"
@@ -340,6 +342,87 @@ START_TEST(test_rotation)
 }
 END_TEST
 
+enum {
+	ATTR_UID = 1234,
+	ATTR_GID = 5678,
+	ATTR_MTIME_S = 1500000000,
+	ATTR_ATIME_S = 1400000000,
+};
+
+static void
+set_attrs(struct eos_view *v, const char *path, const struct stat *attr, unsigned valid)
+{
+	struct stat out;
+
+	ck_rc(eos_fs_setattr(v, tv_lookup(v, path), attr, valid, &out), 0);
+}
+
+/* What tar does to a file it extracted, and more: none of it is a store write. */
+static void
+attrs(struct eos_view *v)
+{
+	struct stat mode = { .st_mode = 0755 }, own = { .st_uid = ATTR_UID, .st_gid = ATTR_GID };
+	struct stat times = { .st_atim = { ATTR_ATIME_S, 5 }, .st_mtim = { ATTR_MTIME_S, 7 } };
+	struct stat dmode = { .st_mode = 0700 }, after = { .st_mode = 0640 };
+	unsigned hits;
+
+	tv_make(v, "", "tar.txt", S_IFREG | 0600, NULL);
+	tv_make(v, "", "dir", S_IFDIR | 0755, NULL);
+	tv_make(v, "", "mixed.txt", S_IFREG | 0600, NULL);
+	tv_write_at(v, "tar.txt", PID_OP, 0, "extracted\n");
+	hits = EOS_FAILPOINTS_COMPILED ? eos_failpoint_hits("kv.batch_write") : 0;
+	set_attrs(v, "tar.txt", &own, EOS_SET_UID | EOS_SET_GID);
+	set_attrs(v, "tar.txt", &mode, EOS_SET_MODE);
+	set_attrs(v, "tar.txt", &times, EOS_SET_ATIME | EOS_SET_MTIME);
+	set_attrs(v, "dir", &dmode, EOS_SET_MODE);
+	/* a chmod, then a write: the write's record comes after and keeps the mode */
+	set_attrs(v, "mixed.txt", &after, EOS_SET_MODE);
+	tv_write_at(v, "mixed.txt", PID_OP, 0, "written after\n");
+	if (EOS_FAILPOINTS_COMPILED)
+		ck_assert_uint_eq(eos_failpoint_hits("kv.batch_write"), hits);
+	/* a lower file: copied up with its first chmod (a store write), journaled at its second */
+	set_attrs(v, "small.txt", &dmode, EOS_SET_MODE);
+	set_attrs(v, "small.txt", &after, EOS_SET_MODE);
+}
+
+static void
+check_attrs(struct eos_view *v)
+{
+	struct eos_node *t = tv_lookup(v, "tar.txt");
+	cleanup_free char *a = read_n(v, "tar.txt", 10), *m = read_n(v, "mixed.txt", 14);
+
+	ck_assert_mem_eq(a, "extracted\n", 10);
+	ck_assert_uint_eq(t->mode, S_IFREG | 0755);
+	ck_assert_uint_eq(t->uid, ATTR_UID);
+	ck_assert_uint_eq(t->gid, ATTR_GID);
+	ck_assert_int_eq(t->mtime, (int64_t)ATTR_MTIME_S * 1000000000 + 7);
+	ck_assert_int_eq(eos_node_atime(t), (int64_t)ATTR_ATIME_S * 1000000000 + 5);
+	ck_assert(t->flags & EOS_NODE_META_CHANGED);
+	ck_assert_uint_eq(tv_lookup(v, "dir")->mode, S_IFDIR | 0700);
+	ck_assert_mem_eq(m, "written after\n", 14);
+	ck_assert_uint_eq(tv_lookup(v, "mixed.txt")->mode, S_IFREG | 0640);
+	ck_assert_uint_eq(tv_lookup(v, "small.txt")->mode, S_IFREG | 0640);
+}
+
+START_TEST(test_attrs)
+{
+	struct eos_store *st;
+	struct eos_view *v;
+
+	crash_after(attrs);
+	st = store_open();
+	v = view_open(st);
+	check_attrs(v);
+	eos_view_close(v);
+	/* the replay's checkpoint wrote them as records: the same without a journal */
+	ck_assert_uint_eq(journal_files(), 0);
+	v = view_open(st);
+	check_attrs(v);
+	eos_view_close(v);
+	eos_store_close(st);
+}
+END_TEST
+
 static char *
 journal_path(const char *name)
 {
@@ -422,6 +505,7 @@ journal_suite(void)
 	tcase_add_test(tc, test_copyups);
 	tcase_add_test(tc, test_truncations);
 	tcase_add_test(tc, test_rotation);
+	tcase_add_test(tc, test_attrs);
 	tcase_add_test(tc, test_torn_tail);
 	tcase_add_test(tc, test_foreign_journal);
 	suite_add_tcase(s, tc);

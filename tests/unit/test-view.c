@@ -1243,6 +1243,33 @@ START_TEST(test_failed_copyup_setattr_changes_nothing)
 	check_store_untouched();
 }
 END_TEST
+
+/* A change of an upper file's mode whose journal record cannot be written changes nothing. */
+START_TEST(test_failed_journal_attr_changes_nothing)
+{
+	struct eos_view *v = view_open("s1", true);
+	struct stat attr = { .st_mode = 0600 }, out;
+	struct eos_node *n = tv_make(v, "", "new.txt", S_IFREG | 0644, NULL);
+	unsigned flags = n->flags;
+	int64_t mtime = n->mtime, ctime = eos_node_ctime(n);
+
+	ck_assert_int_eq(eos_failpoint_arm("journal.append", -ENOSPC), 0);
+	ck_rc(eos_fs_setattr(v, n, &attr, EOS_SET_MODE, &out), -ENOSPC);
+	ck_assert_int_eq(eos_failpoint_arm("journal.append", 0), 0);
+	ck_assert_uint_eq(n->mode, S_IFREG | 0644);
+	ck_assert_uint_eq(n->flags, flags);
+	ck_assert_int_eq(n->mtime, mtime);
+	ck_assert_int_eq(eos_node_ctime(n), ctime);
+	v = reopen_same(v);
+	n = tv_lookup(v, "new.txt");
+	ck_assert_uint_eq(n->mode, S_IFREG | 0644);
+	ck_rc(eos_fs_setattr(v, n, &attr, EOS_SET_MODE, &out), 0);
+	ck_assert_uint_eq(out.st_mode, S_IFREG | 0600);
+	v = reopen_same(v);
+	ck_assert_uint_eq(tv_lookup(v, "new.txt")->mode, S_IFREG | 0600);
+	eos_view_close(v);
+}
+END_TEST
 #endif
 
 START_TEST(test_open_missing)
@@ -1310,6 +1337,7 @@ view_suite(void)
 	tcase_add_test(tc, test_partial_copyup);
 #if EOS_FAILPOINTS_COMPILED
 	tcase_add_test(tc, test_failed_copyup_setattr_changes_nothing);
+	tcase_add_test(tc, test_failed_journal_attr_changes_nothing);
 #endif
 	suite_add_tcase(s, tc);
 	return s;
