@@ -103,45 +103,47 @@ set_fields(struct eos_node *n, const struct stat *a, unsigned valid)
 	n->flags |= EOS_NODE_DIRTY;
 }
 
-/* What a change of mode, owner or times touches, to undo it. */
-struct attrs_saved {
-	unsigned flags;
-	mode_t mode;
-	uid_t uid;
-	gid_t gid;
-	int64_t atime, mtime, ctime;
-};
+/*
+ * Whether a change of n (locked, about to be upper) can be one journal record instead of a store
+ * write of its record: a change of mode, owner or times, unless a copy-up waits for its record
+ * (the attribute record does not carry one); or a truncation that changes no other attribute
+ * than the mtime (the kernel sends truncate(2) and O_TRUNC as the size alone).
+ */
+static bool
+journaled(struct eos_view *v, struct eos_node *n, unsigned valid)
+{
+	const unsigned trunc = EOS_SET_SIZE | EOS_SET_MTIME | EOS_SET_MTIME_NOW;
+
+	if (!(valid & EOS_SET_SIZE))
+		return n->x->jcopyup == EOS_JCOPYUP_NONE && eos_journal_takes(v, n);
+	return !(valid & ~trunc) && eos_journal_takes(v, n);
+}
 
 /*
  * n (locked, upper): the change as one journal record instead of a store write of its record,
- * which the next checkpoint writes. A failed append (a full disk) changes nothing.
+ * which the next checkpoint writes. A failed append (a full disk) puts the fields back; the
+ * copy-up a truncation needed stays, as it does when its record cannot be written.
  */
 static int
 setattr_journaled(struct eos_view *v, struct eos_node *n, const struct stat *a, unsigned valid)
 {
-	const struct attrs_saved s = { .flags = n->flags,
-				       .mode = n->mode,
-				       .uid = n->uid,
-				       .gid = n->gid,
-				       .atime = n->x->atime,
-				       .mtime = n->mtime,
-				       .ctime = n->x->ctime };
+	bool size = valid & EOS_SET_SIZE;
+	struct eos_txn t = { .v = v };
 	int r = eos_journal_reserve(v);
 
-	if (r < 0)
-		return r;
-	set_fields(n, a, valid);
-	r = eos_journal_attr(v, n);
-	if (r < 0) {
-		n->flags = s.flags;
-		n->mode = s.mode;
-		n->uid = s.uid;
-		n->gid = s.gid;
-		n->x->atime = s.atime;
-		n->mtime = s.mtime;
-		n->x->ctime = s.ctime;
+	r = r ?: (size ? truncate_prepare(v, n, (uint64_t)a->st_size) : 0);
+	r = r ?: eos_txn_save(&t, n);
+	r = r ?: (size ? eos_txn_save_logs(&t, n) : 0);
+	if (r == 0) {
+		set_fields(n, a, valid);
+		r = size ? eos_journal_truncated(v, n) : eos_journal_attr(v, n);
 	}
-	return r;
+	if (r < 0) {
+		eos_txn_abort(&t);
+		return r;
+	}
+	eos_txn_keep(&t);
+	return size ? truncate_data(n) : 0;
 }
 
 /* The change is recorded before it is made: a failure (a full disk) changes nothing. */
@@ -152,10 +154,10 @@ setattr_locked(struct eos_view *v, struct eos_node *n, const struct stat *a, uns
 	struct eos_txn t = { 0 };
 	int r = 0;
 
-	if (!size && eos_journal_takes_attrs(v, n))
-		return setattr_journaled(v, n, a, valid);
 	if (size && !S_ISREG(n->mode))
 		return eos_node_is_dir(n) ? -EISDIR : -EINVAL;
+	if (journaled(v, n, valid))
+		return setattr_journaled(v, n, a, valid);
 	if (size)
 		r = truncate_prepare(v, n, (uint64_t)a->st_size);
 	r = r ?: eos_txn_begin(v, &t);

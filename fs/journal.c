@@ -36,7 +36,8 @@ enum {
 	RECORD_CHECKED = 64, /* bytes covered by the check */
 	REC_WRITE = 1,
 	REC_ATTR = 2,
-	ATTR_META_CHANGED = 1, /* REC_ATTR flags: the change was a user's (EOS_NODE_META_CHANGED) */
+	REC_TRUNC = 3,
+	ATTR_META_CHANGED = 1,	  /* REC_ATTR, REC_TRUNC flags: EOS_NODE_META_CHANGED */
 	ROTATE_BYTES = 4 << 20,	  /* a generation this large is rotated */
 	PREALLOC_BYTES = 1 << 20, /* preallocated ahead of the appends */
 	PREALLOC_MIN = 64 << 10,  /* refill when less than this is left */
@@ -46,7 +47,8 @@ enum {
 /*
  * One record. REC_WRITE: a write of [start, end) by op, with the size, mtime and copy-up state
  * after it. REC_ATTR: a change of a node's mode, owner or times (a SETATTR without a size), with
- * all of them after it.
+ * all of them after it. REC_TRUNC: a truncation to size, with the times and the copy-up state
+ * after it.
  */
 struct jrec {
 	uint64_t seq, ino;
@@ -85,7 +87,12 @@ rec_encode(const struct jrec *r, uint8_t *p)
 	p[16] = r->type;
 	p[17] = r->copyup;
 	eos_put_le32(p + 20, r->op);
-	if (r->type == REC_ATTR) {
+	if (r->type == REC_TRUNC) {
+		eos_put_le32(p + 24, r->aflags);
+		eos_put_le64(p + 32, (uint64_t)r->ctime_ns);
+		eos_put_le64(p + 40, r->size);
+		eos_put_le64(p + 56, r->lower_limit);
+	} else if (r->type == REC_ATTR) {
 		eos_put_le32(p + 24, r->mode);
 		eos_put_le32(p + 28, r->uid);
 		eos_put_le32(p + 32, r->gid);
@@ -123,10 +130,16 @@ rec_decode(const uint8_t *p, struct jrec *r)
 		return r->copyup == EOS_JCOPYUP_NONE &&
 		       !(r->aflags & ~(uint32_t)ATTR_META_CHANGED) && !(r->mode & ~(uint32_t)07777);
 	}
-	r->start = eos_get_le64(p + 24);
-	r->end = eos_get_le64(p + 32);
 	r->size = eos_get_le64(p + 40);
 	r->lower_limit = eos_get_le64(p + 56);
+	if (r->type == REC_TRUNC) {
+		r->aflags = eos_get_le32(p + 24);
+		r->ctime_ns = (int64_t)eos_get_le64(p + 32);
+		return r->copyup <= EOS_JCOPYUP_PARTIAL &&
+		       !(r->aflags & ~(uint32_t)ATTR_META_CHANGED);
+	}
+	r->start = eos_get_le64(p + 24);
+	r->end = eos_get_le64(p + 32);
 	return r->type == REC_WRITE && r->copyup <= EOS_JCOPYUP_PARTIAL && r->start <= r->end;
 }
 
@@ -193,6 +206,21 @@ replay_write(struct eos_node *n, const struct jrec *r)
 	return 0;
 }
 
+/* As truncate_fields() (fs/file.c) did, over the copy-up the record carries. */
+static void
+replay_trunc(struct eos_node *n, const struct jrec *r)
+{
+	apply_copyup(n, r);
+	eos_partial_truncate(n, r->size);
+	n->size = r->size;
+	eos_writelog_truncate(&n->x->log, r->size);
+	n->mtime = r->mtime_ns;
+	n->x->ctime = r->ctime_ns;
+	if (r->aflags & ATTR_META_CHANGED)
+		n->flags |= EOS_NODE_META_CHANGED;
+	n->flags |= EOS_NODE_LOG_DIRTY;
+}
+
 static void
 replay_attr(struct eos_node *n, const struct jrec *r)
 {
@@ -218,6 +246,8 @@ replay_one(struct eos_view *v, const struct jrec *r, uint64_t *max_seq)
 		return 0; /* removed since, or already in its records */
 	if (r->type == REC_ATTR)
 		replay_attr(n, r);
+	else if (r->type == REC_TRUNC)
+		replay_trunc(n, r);
 	else
 		e = replay_write(n, r);
 	if (e < 0)
@@ -546,12 +576,12 @@ eos_journal_wrote(struct eos_view *v, struct eos_node *n, uint64_t start, uint64
 }
 
 bool
-eos_journal_takes_attrs(struct eos_view *v, const struct eos_node *n)
+eos_journal_takes(struct eos_view *v, const struct eos_node *n)
 {
 	struct eos_journal *j = &v->journal;
 	bool started;
 
-	if (!(n->flags & EOS_NODE_UPPER) || n->x->jcopyup != EOS_JCOPYUP_NONE)
+	if (!(n->flags & EOS_NODE_UPPER))
 		return false;
 	pthread_rwlock_rdlock(&j->lock);
 	started = j->fd >= 0;
@@ -571,6 +601,21 @@ eos_journal_attr(struct eos_view *v, struct eos_node *n)
 			    .atime_ns = eos_node_atime(n),
 			    .mtime_ns = n->mtime,
 			    .ctime_ns = eos_node_ctime(n) };
+
+	return append(v, n, &rec);
+}
+
+int
+eos_journal_truncated(struct eos_view *v, struct eos_node *n)
+{
+	struct jrec rec = { .ino = n->ino,
+			    .type = REC_TRUNC,
+			    .copyup = n->x->jcopyup,
+			    .aflags = n->flags & EOS_NODE_META_CHANGED ? ATTR_META_CHANGED : 0,
+			    .size = n->size,
+			    .mtime_ns = n->mtime,
+			    .ctime_ns = eos_node_ctime(n),
+			    .lower_limit = n->x->lower_limit };
 
 	return append(v, n, &rec);
 }

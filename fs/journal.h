@@ -6,7 +6,8 @@
  * Every write to a session file appends one fixed-size record (inode, byte range, operation,
  * the file's size and mtime afterwards, and the copy-up that preceded it) to an append-only
  * file in the session's data directory before the write is acknowledged; so does every change
- * of an upper node's mode, owner or times (a SETATTR without a size: all of them afterwards). A
+ * of an upper node's mode, owner or times (a SETATTR without a size: all of them afterwards) and
+ * every truncation of an upper file (its size, times and copy-up). A
  * killed process loses nothing the kernel already holds: the data file's bytes and the journal's
  * records are both in the page cache. Node records carry the sequence number of the newest record
  * they include (`jseq`), so replaying a journal over the records at mount applies exactly the
@@ -90,16 +91,21 @@ int eos_journal_wrote(struct eos_view *v, struct eos_node *n, uint64_t start, ui
 		      uint32_t op);
 
 /*
- * Whether a change of n's (locked) mode, owner or times can be journaled instead of written as
- * its record: n has a record to replay over (it is upper), no copy-up waits for its first
- * record, and the journal takes appends.
+ * Whether a change of n (locked) can be journaled instead of written as its record: n has a
+ * record to replay over (it is upper) and the journal takes appends.
  */
-bool eos_journal_takes_attrs(struct eos_view *v, const struct eos_node *n);
+bool eos_journal_takes(struct eos_view *v, const struct eos_node *n);
 /*
  * n's (locked) mode, owner and times were changed: appends one record holding all of them and
- * queues n for the next checkpoint, as eos_journal_wrote() does for a write.
+ * queues n for the next checkpoint, as eos_journal_wrote() does for a write. The record carries
+ * no copy-up: the caller makes sure none waits for its record (n->x->jcopyup).
  */
 int eos_journal_attr(struct eos_view *v, struct eos_node *n);
+/*
+ * n (locked) was truncated to n->size (its mtime and ctime as they are now) after the copy-up
+ * n->x->jcopyup (consumed): appends one record and queues n, as eos_journal_wrote() does.
+ */
+int eos_journal_truncated(struct eos_view *v, struct eos_node *n);
 
 /* Whether the current generation is large enough to rotate. */
 bool eos_journal_rotate_due(struct eos_view *v);

@@ -208,6 +208,12 @@ eos_txn_abort(struct eos_txn *t)
 	txn_release(t);
 }
 
+void
+eos_txn_keep(struct eos_txn *t)
+{
+	txn_release(t);
+}
+
 int
 eos_txn_commit(struct eos_txn *t)
 {

@@ -574,6 +574,8 @@ int eos_txn_node(struct eos_txn *t, struct eos_node *n);
 int eos_txn_commit(struct eos_txn *t);
 /* Restore every saved node and end t (the operation failed before its write). */
 void eos_txn_abort(struct eos_txn *t);
+/* End t keeping its changes, which the caller recorded another way (the journal); t->b unused. */
+void eos_txn_keep(struct eos_txn *t);
 /* Commit when r == 0, else abort; returns the outcome. */
 int eos_txn_end(struct eos_txn *t, int r);
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# A change of mode, owner or times that returned survives a SIGKILL of eosfs (TAP; doc/fs.md,
+# A change of mode, owner, times or size that returned survives a SIGKILL of eosfs (TAP; doc/fs.md,
 # "Persistence"): such a change of an upper node is a journal record, not a store write, until
 # the next checkpoint. A session is mounted with eosfs's default options; files are created and
 # written, then changed as tar and cp -p change what they extract (chown as root, chmod, times to
 # the nanosecond), a directory and a symlink too, and a lower file is changed twice (its first
-# change is its copy-up). eosfs is SIGKILLed at once; after a remount every change is there, and
+# change is its copy-up); files are truncated and rewritten with O_TRUNC, lower and upper. eosfs is SIGKILLed at once; after a remount every change is there, and
 # again after a clean unmount and one more mount; fsck is clean and a publish carries the modes.
 # As root, the same runs again as the unprivileged user.
 
@@ -24,11 +24,11 @@ fs_require
 S=$T/store
 M=$T/mnt
 
-# What the checks compare: mode, owner, mtime and atime (nanoseconds) of each changed path.
+# What the checks compare: mode, owner, mtime, atime and ctime (nanoseconds) of each changed path.
 attrs() {
 	local p
-	for p in tar.txt dir link lower.txt mixed.txt; do
-		stat -c "$p %a %u:%g %y %x" "$M/$p" || return 1
+	for p in tar.txt dir link lower.txt mixed.txt trunc.txt lower2.txt trunc2.txt; do
+		stat -c "$p %a %u:%g %y %x %z" "$M/$p" || return 1
 	done
 }
 
@@ -42,7 +42,18 @@ change_everything() {
 		ln -s tar.txt "$M/link" && touch -h -m -d @1300000000.25 "$M/link" &&
 		chmod 0600 "$M/lower.txt" && chmod 0640 "$M/lower.txt" &&
 		printf 'mixed\n' >"$M/mixed.txt" && chmod 0604 "$M/mixed.txt" &&
-		printf 'more\n' >>"$M/mixed.txt"
+		printf 'more\n' >>"$M/mixed.txt" &&
+		printf 'abcdefghij' >"$M/trunc.txt" && truncate -s 4 "$M/trunc.txt" &&
+		printf 'rewritten\n' >"$M/lower2.txt" && printf 'again\n' >"$M/trunc2.txt" &&
+		printf 'over\n' >"$M/trunc2.txt"
+}
+
+# The sizes and bytes of the truncated files.
+contents() {
+	local p
+	for p in trunc.txt lower2.txt trunc2.txt; do
+		printf '%s %s %s\n' "$p" "$(stat -c %s "$M/$p")" "$(od -An -c "$M/$p" | tr -s ' ')"
+	done
 }
 
 expect_attrs() {
@@ -58,10 +69,13 @@ expect_attrs() {
 
 mkdir -p "$T/src"
 printf 'lower\n' >"$T/src/lower.txt"
+printf 'lower two, longer than what replaces it\n' >"$T/src/lower2.txt"
 check "import a base" fs_import "$S" attrs "$T/src"
 check "mount a session" fs_mount "$M" "$S" attrs s1
 check "create, write and change mode, owner and times" change_everything
 want=$(attrs)
+want_contents=$(contents)
+check "trunc.txt is 4 bytes before the kill" grep -q '^trunc.txt 4 ' <<<"$want_contents"
 check "the mode of tar.txt is 751 before the kill" grep -q '^tar.txt 751 ' <<<"$want"
 
 pid=$(cat "$M.pid")
@@ -72,6 +86,7 @@ check "the dead mount is gone" fs_wait_mounted "$M" 0
 check "mount the session again" fs_mount "$M" "$S" attrs s1
 expect_attrs "after the SIGKILL every acknowledged change of mode, owner and times is there"
 check "the contents are there too" grep -qx more "$M/mixed.txt"
+check "truncated and rewritten files hold their last bytes" test "$(contents)" = "$want_contents"
 check "unmount cleanly" fs_umount "$M"
 check "mount once more" fs_mount "$M" "$S" attrs s1
 expect_attrs "the same after a clean unmount and a mount (the replay was checkpointed)"

@@ -278,6 +278,66 @@ START_TEST(test_truncations)
 }
 END_TEST
 
+/* Truncations as the kernel asks for them (the size alone): journaled, not written. */
+static void
+truncate_now(struct eos_view *v, const char *path, uint64_t size)
+{
+	struct stat attr = { .st_size = (off_t)size }, out;
+	ck_rc(eos_fs_setattr(v, tv_lookup(v, path), &attr, EOS_SET_SIZE, &out), 0);
+	ck_assert_uint_eq((uint64_t)out.st_size, size);
+}
+
+static void
+truncations_now(struct eos_view *v)
+{
+	struct eos_handle *h = open_as(v, "big.bin", PID_OP, O_RDWR);
+	unsigned hits;
+
+	/* lower files: the copy-up of the metadata is a store write, the truncation a record */
+	truncate_now(v, "big.bin", BIG_SIZE / 2); /* a partial copy-up */
+	write_h(v, h, "MID", 3, 1000);
+	truncate_now(v, "small.txt", 0); /* an empty data file */
+	tv_write_at(v, "small.txt", PID_OP, 0, "fresh");
+	tv_make(v, "", "t.txt", S_IFREG | 0644, NULL);
+	tv_write_at(v, "t.txt", PID_OP, 0, "0123456789abcdefghij0123456789abcdefghij");
+	hits = EOS_FAILPOINTS_COMPILED ? eos_failpoint_hits("kv.batch_write") : 0;
+	truncate_now(v, "t.txt", 10);
+	tv_write_at(v, "t.txt", PID_SESSION, 20, "Z");
+	if (EOS_FAILPOINTS_COMPILED)
+		ck_assert_uint_eq(eos_failpoint_hits("kv.batch_write"), hits);
+}
+
+START_TEST(test_truncations_journaled)
+{
+	static const char zeros[10];
+	struct eos_store *st;
+	struct eos_view *v;
+	cleanup_free char *b = NULL, *s = NULL, *t = NULL;
+
+	crash_after(truncations_now);
+	st = store_open();
+	v = view_open(st);
+	b = read_n(v, "big.bin", BIG_SIZE / 2);
+	ck_assert_mem_eq(b, big, 1000);
+	ck_assert_mem_eq(b + 1000, "MID", 3);
+	ck_assert_mem_eq(b + 1003, big + 1003, BIG_SIZE / 2 - 1003);
+	ck_assert(tv_lookup(v, "big.bin")->flags & EOS_NODE_PARTIAL);
+	s = read_n(v, "small.txt", 5);
+	ck_assert_mem_eq(s, "fresh", 5);
+	ck_assert_str_eq(owner_at(v, "small.txt", 4), OP);
+	t = read_n(v, "t.txt", 21);
+	ck_assert_mem_eq(t, "0123456789", 10);
+	ck_assert_mem_eq(t + 10, zeros, 10);
+	ck_assert_mem_eq(t + 20, "Z", 1);
+	ck_assert_str_eq(owner_at(v, "t.txt", 9), OP);
+	ck_assert_str_eq(owner_at(v, "t.txt", 10), "");
+	ck_assert_str_eq(owner_at(v, "t.txt", 20), SELF);
+	ck_assert_uint_eq(tv_lookup(v, "t.txt")->x->log.n, 2);
+	eos_view_close(v);
+	eos_store_close(st);
+}
+END_TEST
+
 /* Enough writes to rotate the journal, then more: all of them survive, one generation is left. */
 static void
 many_writes(struct eos_view *v)
@@ -504,6 +564,7 @@ journal_suite(void)
 	tcase_add_test(tc, test_new_files);
 	tcase_add_test(tc, test_copyups);
 	tcase_add_test(tc, test_truncations);
+	tcase_add_test(tc, test_truncations_journaled);
 	tcase_add_test(tc, test_rotation);
 	tcase_add_test(tc, test_attrs);
 	tcase_add_test(tc, test_torn_tail);

@@ -1267,6 +1267,19 @@ START_TEST(test_failed_journal_attr_changes_nothing)
 	ck_assert_uint_eq(out.st_mode, S_IFREG | 0600);
 	v = reopen_same(v);
 	ck_assert_uint_eq(tv_lookup(v, "new.txt")->mode, S_IFREG | 0600);
+	/* a truncation (the kernel sends the size alone) is journaled too */
+	tv_write_at(v, "new.txt", PID_OP, 0, "kept bytes");
+	n = tv_lookup(v, "new.txt");
+	mtime = n->mtime;
+	attr.st_size = 2;
+	ck_assert_int_eq(eos_failpoint_arm("journal.append", -ENOSPC), 0);
+	ck_rc(eos_fs_setattr(v, n, &attr, EOS_SET_SIZE, &out), -ENOSPC);
+	ck_assert_int_eq(eos_failpoint_arm("journal.append", 0), 0);
+	ck_assert_uint_eq(n->size, 10);
+	ck_assert_int_eq(n->mtime, mtime);
+	ck_content(v, "new.txt", "kept bytes");
+	v = reopen_same(v);
+	ck_content(v, "new.txt", "kept bytes");
 	eos_view_close(v);
 }
 END_TEST
