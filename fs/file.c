@@ -50,24 +50,6 @@ truncate_data(struct eos_node *n)
 	return ftruncate(n->x->data_fd, (off_t)n->size) < 0 ? eos_neg_errno() : 0;
 }
 
-/* Truncate n (locked) to size: recorded first, so a failure changes nothing. */
-static int
-truncate_locked(struct eos_view *v, struct eos_node *n, uint64_t size)
-{
-	struct eos_txn t = { 0 };
-	int r = truncate_prepare(v, n, size);
-
-	r = r ?: eos_txn_begin(v, &t);
-	r = r ?: eos_txn_save(&t, n);
-	r = r ?: eos_txn_save_logs(&t, n);
-	if (r == 0) {
-		truncate_fields(n, size);
-		r = eos_delta_put_node(v, n, t.b);
-	}
-	r = eos_txn_end(&t, r);
-	return r ?: truncate_data(n);
-}
-
 static void
 set_times(struct eos_node *n, const struct stat *a, unsigned valid)
 {
@@ -284,7 +266,7 @@ open_locked(struct eos_view *v, struct eos_node *n, struct eos_handle *h)
 
 	/* no copy-up here: the first write copies (an open that never writes costs nothing) */
 	if (h->flags & O_TRUNC && S_ISREG(n->mode) && n->size > 0) {
-		r = truncate_locked(v, n, 0);
+		r = setattr_locked(v, n, &(struct stat){ .st_size = 0 }, EOS_SET_SIZE);
 	} else if (h->flags & O_TRUNC && S_ISREG(n->mode)) {
 		eos_node_touch(n, true); /* POSIX: O_TRUNC sets mtime and ctime even when empty */
 		r = eos_delta_flush_node(v, n, false);
