@@ -216,8 +216,6 @@ replay_trunc(struct eos_node *n, const struct jrec *r)
 	eos_writelog_truncate(&n->x->log, r->size);
 	n->mtime = r->mtime_ns;
 	n->x->ctime = r->ctime_ns;
-	if (r->aflags & ATTR_META_CHANGED)
-		n->flags |= EOS_NODE_META_CHANGED;
 	n->flags |= EOS_NODE_LOG_DIRTY;
 }
 
@@ -230,8 +228,6 @@ replay_attr(struct eos_node *n, const struct jrec *r)
 	n->x->atime = r->atime_ns;
 	n->mtime = r->mtime_ns;
 	n->x->ctime = r->ctime_ns;
-	if (r->aflags & ATTR_META_CHANGED)
-		n->flags |= EOS_NODE_META_CHANGED;
 }
 
 /* Apply r to its node when the node's records do not include it yet. */
@@ -252,6 +248,8 @@ replay_one(struct eos_view *v, const struct jrec *r, uint64_t *max_seq)
 		e = replay_write(n, r);
 	if (e < 0)
 		return e;
+	if (r->aflags & ATTR_META_CHANGED) /* 0 in a write's record */
+		n->flags |= EOS_NODE_META_CHANGED;
 	n->x->jseq = r->seq;
 	n->flags |= EOS_NODE_DIRTY;
 	return 0;
@@ -589,6 +587,12 @@ eos_journal_takes(struct eos_view *v, const struct eos_node *n)
 	return started;
 }
 
+static uint32_t
+attr_flags(const struct eos_node *n)
+{
+	return n->flags & EOS_NODE_META_CHANGED ? ATTR_META_CHANGED : 0;
+}
+
 int
 eos_journal_attr(struct eos_view *v, struct eos_node *n)
 {
@@ -597,7 +601,7 @@ eos_journal_attr(struct eos_view *v, struct eos_node *n)
 			    .mode = n->mode & 07777,
 			    .uid = n->uid,
 			    .gid = n->gid,
-			    .aflags = n->flags & EOS_NODE_META_CHANGED ? ATTR_META_CHANGED : 0,
+			    .aflags = attr_flags(n),
 			    .atime_ns = eos_node_atime(n),
 			    .mtime_ns = n->mtime,
 			    .ctime_ns = eos_node_ctime(n) };
@@ -611,7 +615,7 @@ eos_journal_truncated(struct eos_view *v, struct eos_node *n)
 	struct jrec rec = { .ino = n->ino,
 			    .type = REC_TRUNC,
 			    .copyup = n->x->jcopyup,
-			    .aflags = n->flags & EOS_NODE_META_CHANGED ? ATTR_META_CHANGED : 0,
+			    .aflags = attr_flags(n),
 			    .size = n->size,
 			    .mtime_ns = n->mtime,
 			    .ctime_ns = eos_node_ctime(n),

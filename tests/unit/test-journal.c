@@ -278,13 +278,22 @@ START_TEST(test_truncations)
 }
 END_TEST
 
+static void
+set_attrs(struct eos_view *v, const char *path, const struct stat *attr, unsigned valid)
+{
+	struct stat out;
+
+	ck_rc(eos_fs_setattr(v, tv_lookup(v, path), attr, valid, &out), 0);
+}
+
 /* Truncations as the kernel asks for them (the size alone): journaled, not written. */
 static void
 truncate_now(struct eos_view *v, const char *path, uint64_t size)
 {
-	struct stat attr = { .st_size = (off_t)size }, out;
-	ck_rc(eos_fs_setattr(v, tv_lookup(v, path), &attr, EOS_SET_SIZE, &out), 0);
-	ck_assert_uint_eq((uint64_t)out.st_size, size);
+	struct stat attr = { .st_size = (off_t)size };
+
+	set_attrs(v, path, &attr, EOS_SET_SIZE);
+	ck_assert_uint_eq(tv_lookup(v, path)->size, size);
 }
 
 static void
@@ -408,14 +417,6 @@ enum {
 	ATTR_MTIME_S = 1500000000,
 	ATTR_ATIME_S = 1400000000,
 };
-
-static void
-set_attrs(struct eos_view *v, const char *path, const struct stat *attr, unsigned valid)
-{
-	struct stat out;
-
-	ck_rc(eos_fs_setattr(v, tv_lookup(v, path), attr, valid, &out), 0);
-}
 
 /* What tar does to a file it extracted, and more: none of it is a store write. */
 static void
