@@ -459,6 +459,7 @@ struct eos_session_batch {
 	bool freeing; /* … or one that frees space (eos_session_batch_freeing) */
 	struct eos_buf prefix;
 	struct eos_buf key;
+	struct eos_buf ops; /* what b holds, for eos_session_batch_ops() */
 };
 
 int
@@ -477,6 +478,21 @@ eos_session_batch_new(struct eos_store *st, const char *sandbox, const char *nam
 	b->st = st;
 	*ret = TAKE_PTR(b);
 	return 0;
+}
+
+/* u8 op · lp key · lp value (empty for a delete) */
+static int
+record_op(struct eos_session_batch *b, uint8_t op, const void *key, size_t klen, const void *val,
+	  size_t vlen)
+{
+	size_t old = b->ops.len;
+	int r = eos_buf_append_u8(&b->ops, op);
+
+	r = r ?: eos_buf_append_lp(&b->ops, key, klen);
+	r = r ?: eos_buf_append_lp(&b->ops, val, vlen);
+	if (r < 0)
+		eos_buf_truncate(&b->ops, old);
+	return r;
 }
 
 static int
@@ -498,6 +514,9 @@ eos_session_batch_put(struct eos_session_batch *b, const void *key, size_t klen,
 
 	if (r < 0)
 		return r;
+	r = record_op(b, EOS_SESSION_OP_PUT, key, klen, val, vlen);
+	if (r < 0)
+		return r;
 	eos_kv_batch_put(b->b, EOS_CF_SESSION, b->key.data, b->key.len, val, vlen);
 	b->puts = true;
 	return 0;
@@ -508,10 +527,42 @@ eos_session_batch_delete(struct eos_session_batch *b, const void *key, size_t kl
 {
 	int r = batch_key(b, key, klen);
 
+	r = r ?: record_op(b, EOS_SESSION_OP_DELETE, key, klen, NULL, 0);
 	if (r < 0)
 		return r;
 	eos_kv_batch_delete(b->b, EOS_CF_SESSION, b->key.data, b->key.len);
 	return 0;
+}
+
+const void *
+eos_session_batch_ops(const struct eos_session_batch *b, size_t *ret_len)
+{
+	*ret_len = b->ops.len;
+	return b->ops.data;
+}
+
+bool
+eos_session_batch_frees(const struct eos_session_batch *b)
+{
+	return b->freeing || !b->puts;
+}
+
+int
+eos_session_batch_room(struct eos_session_batch *b, struct eos_error *err)
+{
+	if (!b->puts || b->freeing)
+		return 0;
+	return eos_space_check(&b->st->space, EOS_SPACE_RECORD, b->ops.len, err);
+}
+
+int
+eos_session_batch_clear(struct eos_session_batch *b)
+{
+	eos_kv_batch_free(b->b);
+	b->b = NULL;
+	eos_buf_truncate(&b->ops, 0);
+	b->puts = b->freeing = false;
+	return eos_kv_batch_new(&b->b) < 0 ? -ENOMEM : 0;
 }
 
 /*
@@ -528,10 +579,7 @@ eos_session_batch_write(struct eos_session_batch *b, bool sync, struct eos_error
 		r = eos_space_check(&b->st->space, EOS_SPACE_RECORD, eos_kv_batch_bytes(b->b), err);
 	if (r == 0 && (eos_kv_batch_count(b->b) > 0 || sync))
 		r = eos_kv_batch_write(b->st->kv, b->b, sync, err);
-	eos_kv_batch_free(b->b);
-	b->b = NULL;
-	b->puts = b->freeing = false;
-	if (eos_kv_batch_new(&b->b) < 0 && r == 0)
+	if (eos_session_batch_clear(b) < 0 && r == 0)
 		r = eos_error_set(err, -ENOMEM, "session batch: out of memory");
 	return r;
 }
@@ -550,5 +598,6 @@ eos_session_batch_free(struct eos_session_batch *b)
 	eos_kv_batch_free(b->b);
 	eos_buf_release(&b->prefix);
 	eos_buf_release(&b->key);
+	eos_buf_release(&b->ops);
 	free(b);
 }

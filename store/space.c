@@ -221,6 +221,12 @@ eos_store_space_check(struct eos_store *st, uint64_t bytes, struct eos_error *er
 }
 
 int
+eos_store_record_room(struct eos_store *st, uint64_t bytes, struct eos_error *err)
+{
+	return eos_space_check(&st->space, EOS_SPACE_RECORD, bytes, err);
+}
+
+int
 eos_store_space(struct eos_store *st, struct eos_store_space *ret, struct eos_error *err)
 {
 	uint64_t free;

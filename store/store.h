@@ -222,6 +222,8 @@ unsigned eos_store_format_version(void);
  * thread-safe: the view calls it before every write to a session data file.
  */
 int eos_store_space_check(struct eos_store *st, uint64_t bytes, struct eos_error *err);
+/* The same for records that keep existing things working: only the hard reserve is kept. */
+int eos_store_record_room(struct eos_store *st, uint64_t bytes, struct eos_error *err);
 
 /* The store's filesystem and eos's reserves on it (doc/store-format.md, "Free space"). */
 struct eos_store_space {
@@ -642,6 +644,22 @@ int eos_session_batch_delete(struct eos_session_batch *b, const void *key, size_
  * deletes is, though it holds small puts (a whiteout, the parent's times). Until the next write.
  */
 void eos_session_batch_freeing(struct eos_session_batch *b);
+/*
+ * What b holds, as a sequence of u8 op (EOS_SESSION_OP_*) · le32 key length · key · le32 value
+ * length · value (empty for a delete); keys as given to put and delete. For a caller that
+ * journals a batch before it is written (fs/journal.c).
+ */
+enum {
+	EOS_SESSION_OP_PUT = 'P',
+	EOS_SESSION_OP_DELETE = 'D'
+};
+const void *eos_session_batch_ops(const struct eos_session_batch *b, size_t *ret_len);
+/* Whether b frees space (deletes only, or marked freeing): written at any fill level. */
+bool eos_session_batch_frees(const struct eos_session_batch *b);
+/* Whether the store has room for b now (-ENOSPC as eos_session_batch_write would refuse it). */
+int eos_session_batch_room(struct eos_session_batch *b, struct eos_error *err);
+/* Empty b without writing it (-ENOMEM: b is unusable). */
+int eos_session_batch_clear(struct eos_session_batch *b);
 /*
  * Apply; sync=true waits for the write-ahead log to reach the disk. A batch holding puts is
  * refused with -ENOSPC below the hard reserve (doc/store-format.md, "Free space") unless it frees.
