@@ -222,8 +222,9 @@ eos_delta_delete_node(struct eos_node *n, struct eos_session_batch *b)
 	return r ?: eos_session_batch_delete(b, key, sizeof(key));
 }
 
-int
-eos_delta_commit(struct eos_view *v, struct eos_session_batch *b, bool sync)
+/* Before the journal starts, or for records it never holds: written as they come. */
+static int
+write_now(struct eos_view *v, struct eos_session_batch *b, bool sync)
 {
 	struct eos_error err;
 	int r = eos_session_batch_write(b, sync, &err);
@@ -237,20 +238,35 @@ eos_delta_commit(struct eos_view *v, struct eos_session_batch *b, bool sync)
 }
 
 int
-eos_delta_flush_node(struct eos_view *v, struct eos_node *n, bool sync)
+eos_delta_commit(struct eos_view *v, struct eos_session_batch *b, enum eos_commit how)
+{
+	int r;
+
+	if (!v->pending.active || how == EOS_COMMIT_DIRECT)
+		return write_now(v, b, how == EOS_COMMIT_SYNC);
+	r = how == EOS_COMMIT_JOURNAL ? eos_journal_batch(v, b) : eos_journal_pend(v, b);
+	if (r == 0 && how == EOS_COMMIT_SYNC)
+		r = eos_pending_commit(v, true);
+	if (eos_session_batch_clear(b) < 0 && r == 0)
+		r = -ENOMEM;
+	return r;
+}
+
+int
+eos_delta_flush_node(struct eos_view *v, struct eos_node *n, enum eos_commit how)
 {
 	EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
 	int r;
 
 	if (!v->session || !(n->flags & EOS_NODE_UPPER) || n->nlink == 0)
 		return 0;
-	if (!(n->flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY)) && !sync)
+	if (!(n->flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY)) && how != EOS_COMMIT_SYNC)
 		return 0;
 	unsigned flags = n->flags;
 	uint8_t copyup = n->x->jcopyup;
 	r = eos_delta_batch(v, &b);
 	r = r ?: eos_delta_put_node(v, n, b);
-	r = r ?: eos_delta_commit(v, b, sync);
+	r = r ?: eos_delta_commit(v, b, how);
 	if (r < 0) { /* still to be written */
 		n->flags |= flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY);
 		n->x->jcopyup = copyup;
@@ -516,12 +532,64 @@ load_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 	return r;
 }
 
+/* The load's scan, with the journal's images over the store's records (both sorted). */
+struct merge {
+	struct load *l;
+	const struct eos_recent *over;
+	size_t n, i;
+};
+
+static int
+key_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+	int c = memcmp(a, b, EOS_MIN(alen, blen));
+
+	return c ? c : alen < blen ? -1 : alen > blen;
+}
+
+/* Load the images before key (all of them: NULL). */
+static int
+merge_before(struct merge *m, const void *key, size_t klen)
+{
+	int r = 0;
+
+	for (; r == 0 && m->i < m->n; m->i++) {
+		const struct eos_recent *e = &m->over[m->i];
+
+		if (key && key_cmp(e->key, e->klen, key, klen) >= 0)
+			break;
+		if (!e->del)
+			r = load_one(m->l, e->key, e->klen, e->val, e->vlen);
+	}
+	return r;
+}
+
+static int
+merge_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct merge *m = ctx;
+	const struct eos_recent *e;
+	int r = merge_before(m, key, klen);
+
+	if (r < 0)
+		return r;
+	e = m->i < m->n ? &m->over[m->i] : NULL;
+	if (!e || key_cmp(e->key, e->klen, key, klen) != 0)
+		return load_one(m->l, key, klen, val, vlen);
+	m->i++;
+	return e->del ? 0 : load_one(m->l, e->key, e->klen, e->val, e->vlen);
+}
+
 int
-eos_delta_load(struct eos_view *v, struct eos_error *err)
+eos_delta_load(struct eos_view *v, const struct eos_recent *over, size_t nover,
+	       struct eos_error *err)
 {
 	struct load l = { .v = v, .max_ino = EOS_ROOT_INO };
-	int r = eos_store_session_scan(v->store, v->sandbox, v->session, load_one, &l, err);
+	struct merge m = { .l = &l, .over = over, .n = nover };
+	int r = eos_store_session_scan(v->store, v->sandbox, v->session, merge_one, &m, err);
 
+	if (r == 0)
+		r = merge_before(&m, NULL, 0);
 	if (r < 0 && l.error)
 		return eos_error_set(err, l.error,
 				     "session '%s' of sandbox '%s': %s is corrupt (%s): remove the "
@@ -531,4 +599,28 @@ eos_delta_load(struct eos_view *v, struct eos_error *err)
 		return r;
 	atomic_store(&v->next_ino, l.max_ino + 1);
 	return 0;
+}
+
+static int
+nonce_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct eos_view *v = ctx;
+	const uint8_t *k = key;
+	int r = klen == 1 && k[0] == KEY_JOURNAL ? eos_journal_load_nonce(v, val, vlen) : 0;
+
+	return r < 0 ? r : 1; /* 'J' sorts first: one record tells */
+}
+
+int
+eos_delta_load_nonce(struct eos_view *v, struct eos_error *err)
+{
+	int r = eos_store_session_scan(v->store, v->sandbox, v->session, nonce_one, v, err);
+
+	if (r == -EBADMSG)
+		return eos_error_set(
+			err, r,
+			"session '%s' of sandbox '%s': its journal record is corrupt: "
+			"remove the session (eos-store rm-session) or restore the store",
+			v->session, v->sandbox);
+	return r < 0 ? r : 0;
 }

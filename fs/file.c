@@ -111,7 +111,7 @@ setattr_journaled(struct eos_view *v, struct eos_node *n, const struct stat *a, 
 {
 	bool size = valid & EOS_SET_SIZE;
 	struct eos_txn t = { .v = v };
-	int r = eos_journal_reserve(v);
+	int r = eos_journal_reserve(v, EOS_JROOM_RECORD);
 
 	r = r ?: (size ? truncate_prepare(v, n, (uint64_t)a->st_size) : 0);
 	r = r ?: eos_txn_save(&t, n);
@@ -254,7 +254,7 @@ eos_fs_operation(struct eos_view *v, pid_t pid)
 		EOS_CLEANUP(eos_session_batch_freep) struct eos_session_batch *b = NULL;
 
 		if (eos_delta_batch(v, &b) == 0 && eos_delta_put_op(op, who, b) == 0)
-			eos_delta_commit(v, b, false);
+			eos_delta_commit(v, b, EOS_COMMIT_JOURNAL);
 	}
 	return op;
 }
@@ -269,7 +269,7 @@ open_locked(struct eos_view *v, struct eos_node *n, struct eos_handle *h)
 		r = setattr_locked(v, n, &(struct stat){ .st_size = 0 }, EOS_SET_SIZE);
 	} else if (h->flags & O_TRUNC && S_ISREG(n->mode)) {
 		eos_node_touch(n, true); /* POSIX: O_TRUNC sets mtime and ctime even when empty */
-		r = eos_delta_flush_node(v, n, false);
+		r = eos_delta_flush_node(v, n, EOS_COMMIT_JOURNAL);
 	}
 	if (r == 0 && n->flags & EOS_NODE_DATA)
 		r = eos_data_open(v, n);
@@ -622,7 +622,7 @@ eos_fs_write(struct eos_view *v, struct eos_handle *h, const void *buf, size_t s
 	int fd = eos_fs_room(v, growth(n, off, size));
 	ssize_t got;
 
-	fd = fd ?: eos_journal_reserve(v);
+	fd = fd ?: eos_journal_reserve(v, EOS_JROOM_DATA);
 	fd = fd ?: handle_write_fd(v, h);
 	if (fd < 0)
 		return fd;
@@ -739,7 +739,7 @@ eos_fs_fsync(struct eos_view *v, struct eos_node *n, bool datasync)
 	if (n->x->data_fd >= 0 && (datasync ? fdatasync(n->x->data_fd) : fsync(n->x->data_fd)) < 0)
 		r = eos_neg_errno();
 	if (r == 0 && v->session)
-		r = eos_delta_flush_node(v, n, true);
+		r = eos_delta_flush_node(v, n, EOS_COMMIT_SYNC);
 	eos_node_unlock(n);
 	return r;
 }
@@ -766,7 +766,7 @@ eos_fs_fallocate(struct eos_view *v, struct eos_handle *h, int mode, uint64_t of
 	if (r >= 0) {
 		n->size = (uint64_t)st.st_size;
 		eos_node_touch(n, true);
-		r = eos_delta_flush_node(v, n, false);
+		r = eos_delta_flush_node(v, n, EOS_COMMIT_JOURNAL);
 	}
 	eos_node_unlock(n);
 	return r < 0 ? r : 0;
@@ -800,7 +800,7 @@ eos_fs_copy_range(struct eos_view *v, struct eos_handle *in, uint64_t off_in,
 	loff_t oi = (loff_t)off_in, oo = (loff_t)off_out;
 	ssize_t got;
 
-	fd_out = fd_out ?: eos_journal_reserve(v);
+	fd_out = fd_out ?: eos_journal_reserve(v, EOS_JROOM_DATA);
 	fd_out = fd_out ?: handle_write_fd(v, out);
 	if (fd_out < 0)
 		return fd_out;

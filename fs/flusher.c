@@ -43,6 +43,8 @@ work_on(struct eos_view *v)
 	eos_store_background(v->store);
 	if (eos_journal_rotate_due(v))
 		eos_journal_rotate(v);
+	else if (eos_pending_due(v))
+		eos_journal_commit_pending(v);
 	eos_view_tidy(v);
 }
 
@@ -219,14 +221,14 @@ eos_flusher_checkpoint(struct eos_view *v, const uint64_t *inos, size_t n)
 		if (!node)
 			continue;
 		eos_node_lock(node);
-		r = eos_delta_flush_node(v, node, false);
+		r = eos_delta_flush_node(v, node, EOS_COMMIT_CHECKPOINT);
 		if (r == 0)
 			node->flags &= ~(unsigned)EOS_NODE_QUEUED;
 		else
 			requeue(v, inos[i]);
 		eos_node_unlock(node);
 		eos_node_forget(v, inos[i], 1);
-		ok = ok && r == 0;
+		ok = ok && r == 0 && eos_pending_commit_due(v) == 0;
 	}
 	return ok;
 }

@@ -98,7 +98,7 @@ node_discard(struct eos_view *v, struct eos_node *n)
 	if (n->flags & EOS_NODE_GONE)
 		return; /* the unlink deleted the record */
 	if (eos_delta_batch(v, &b) == 0 && eos_delta_delete_node(n, b) == 0)
-		eos_delta_commit(v, b, false);
+		eos_delta_commit(v, b, EOS_COMMIT_JOURNAL);
 }
 
 void

@@ -5,8 +5,9 @@
  * File: a 32-byte header (magic "EOSJRNL1", le64 generation, the 16-byte session nonce), then
  * 72-byte records: le64 seq · le64 ino · u8 type (1 write) · u8 copy-up · le16 0 · le32 op ·
  * le64 start · le64 end · le64 size · le64 mtime (ns) · le64 lower limit · le64 check (the
- * hash of the 64 bytes before it). A record that does not check ends the generation (a torn
- * tail after a power loss).
+ * hash of the 64 bytes before it). A batch image (type 4) is such a record holding le64 length
+ * and le64 hash of the image at 24 and 32, followed by the image (eos_session_batch_ops()). A
+ * record or image that does not check ends the generation (a torn tail after a power loss).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -37,6 +39,8 @@ enum {
 	REC_WRITE = 1,
 	REC_ATTR = 2,
 	REC_TRUNC = 3,
+	REC_BATCH = 4,
+	BATCH_MAX = 64 << 20,	  /* larger images are refused (-EFBIG) */
 	ATTR_META_CHANGED = 1,	  /* REC_ATTR, REC_TRUNC flags: EOS_NODE_META_CHANGED */
 	ROTATE_BYTES = 4 << 20,	  /* a generation this large is rotated */
 	PREALLOC_BYTES = 1 << 20, /* preallocated ahead of the appends */
@@ -87,7 +91,10 @@ rec_encode(const struct jrec *r, uint8_t *p)
 	p[16] = r->type;
 	p[17] = r->copyup;
 	eos_put_le32(p + 20, r->op);
-	if (r->type == REC_TRUNC) {
+	if (r->type == REC_BATCH) {
+		eos_put_le64(p + 24, r->size);
+		eos_put_le64(p + 32, r->start);
+	} else if (r->type == REC_TRUNC) {
 		eos_put_le32(p + 24, r->aflags);
 		eos_put_le64(p + 32, (uint64_t)r->ctime_ns);
 		eos_put_le64(p + 40, r->size);
@@ -120,6 +127,11 @@ rec_decode(const uint8_t *p, struct jrec *r)
 			    .copyup = p[17],
 			    .op = eos_get_le32(p + 20),
 			    .mtime_ns = (int64_t)eos_get_le64(p + 48) };
+	if (r->type == REC_BATCH) {
+		r->size = eos_get_le64(p + 24);
+		r->start = eos_get_le64(p + 32);
+		return r->size <= BATCH_MAX;
+	}
 	if (r->type == REC_ATTR) {
 		r->mode = eos_get_le32(p + 24);
 		r->uid = eos_get_le32(p + 28);
@@ -148,11 +160,30 @@ rec_decode(const uint8_t *p, struct jrec *r)
 int
 eos_journal_load_nonce(struct eos_view *v, const void *val, size_t vlen)
 {
-	if (vlen != EOS_JOURNAL_NONCE)
+	if (vlen != EOS_JOURNAL_NONCE && vlen != EOS_JOURNAL_NONCE + 8)
 		return -EBADMSG;
-	memcpy(v->journal.nonce, val, vlen);
+	memcpy(v->journal.nonce, val, EOS_JOURNAL_NONCE);
+	v->journal.floor = vlen > EOS_JOURNAL_NONCE
+				   ? eos_get_le64((const uint8_t *)val + EOS_JOURNAL_NONCE)
+				   : 0;
 	v->journal.have_nonce = true;
 	return 0;
+}
+
+int
+eos_journal_stage_floor(struct eos_view *v, uint64_t floor, struct eos_session_batch *b)
+{
+	uint8_t key = KEY_JOURNAL, val[EOS_JOURNAL_NONCE + 8];
+
+	memcpy(val, v->journal.nonce, EOS_JOURNAL_NONCE);
+	eos_put_le64(val + EOS_JOURNAL_NONCE, floor);
+	return eos_session_batch_put(b, &key, 1, val, sizeof(val));
+}
+
+uint64_t
+eos_journal_floor_locked(struct eos_view *v)
+{
+	return atomic_load(&v->journal.next_seq) - 1;
 }
 
 /* A new incarnation of the session: a fresh nonce, recorded before any file carries it. */
@@ -168,7 +199,7 @@ make_nonce(struct eos_view *v)
 		return eos_neg_errno();
 	r = eos_delta_batch(v, &b);
 	r = r ?: eos_session_batch_put(b, &key, 1, j->nonce, sizeof(j->nonce));
-	r = r ?: eos_delta_commit(v, b, false);
+	r = r ?: eos_delta_commit(v, b, EOS_COMMIT_DIRECT);
 	if (r == 0)
 		j->have_nonce = true;
 	return r;
@@ -232,12 +263,11 @@ replay_attr(struct eos_node *n, const struct jrec *r)
 
 /* Apply r to its node when the node's records do not include it yet. */
 static int
-replay_one(struct eos_view *v, const struct jrec *r, uint64_t *max_seq)
+replay_one(struct eos_view *v, const struct jrec *r)
 {
 	struct eos_node *n = eos_node_get(v, r->ino);
 	int e = 0;
 
-	*max_seq = EOS_MAX(*max_seq, r->seq);
 	if (!n || !(n->flags & EOS_NODE_UPPER) || r->seq <= n->x->jseq)
 		return 0; /* removed since, or already in its records */
 	if (r->type == REC_ATTR)
@@ -262,9 +292,67 @@ header_ok(const struct eos_journal *j, const uint8_t *h, uint64_t gen)
 	       memcmp(h + 16, j->nonce, EOS_JOURNAL_NONCE) == 0;
 }
 
-/* Replay generation gen; false when it belongs to another incarnation (delete it). */
+/* What the journal holds: batch images (newest value per record) and the other records. */
+struct eos_jreplay {
+	struct eos_recmap images;
+	struct eos_recent *over; /* images, sorted */
+	size_t nover;
+	struct jrec *recs; /* in journal order */
+	size_t n, cap;
+	uint64_t max_seq, next;
+};
+
+void
+eos_jreplay_free(struct eos_jreplay *jr)
+{
+	if (!jr)
+		return;
+	free(jr->over);
+	eos_recmap_release(&jr->images);
+	free(jr->recs);
+	free(jr);
+}
+
+const struct eos_recent *
+eos_jreplay_images(const struct eos_jreplay *jr, size_t *ret_n)
+{
+	*ret_n = jr->nover;
+	return jr->over;
+}
+
+/*
+ * The image that follows header r; false when torn (short or not matching its hash). An image
+ * at or below the floor is in the store already: it is checked, not applied (applying it would
+ * take its records back to older values).
+ */
 static int
-replay_file(struct eos_view *v, uint64_t gen, uint64_t *max_seq, bool *ret_ours)
+read_image(FILE *f, const struct jrec *r, uint64_t floor, struct eos_jreplay *jr)
+{
+	cleanup_free uint8_t *buf = malloc(r->size ? r->size : 1);
+
+	if (!buf)
+		return -ENOMEM;
+	if (fread(buf, 1, r->size, f) != r->size || eos_hashmap_hash(buf, r->size) != r->start)
+		return 0;
+	if (r->seq <= floor)
+		return 1;
+	int e = eos_recmap_add(&jr->images, buf, r->size);
+
+	return e == -EBADMSG ? 0 : e < 0 ? e : 1;
+}
+
+static int
+keep_rec(struct eos_jreplay *jr, const struct jrec *r)
+{
+	if (eos_buf_array_reserve(&jr->recs, &jr->cap, jr->n, sizeof(*jr->recs), 256) < 0)
+		return -ENOMEM;
+	jr->recs[jr->n++] = *r;
+	return 0;
+}
+
+/* Read generation gen into jr; false when it belongs to another incarnation (delete it). */
+static int
+read_file(struct eos_view *v, uint64_t gen, struct eos_jreplay *jr, bool *ret_ours)
 {
 	char name[40];
 	uint8_t h[HEADER_BYTES], rec[RECORD_BYTES];
@@ -281,11 +369,14 @@ replay_file(struct eos_view *v, uint64_t gen, uint64_t *max_seq, bool *ret_ours)
 	}
 	*ret_ours = fread(h, 1, sizeof(h), f) == sizeof(h) && header_ok(&v->journal, h, gen);
 	while (*ret_ours && r == 0 && fread(rec, 1, sizeof(rec), f) == sizeof(rec)) {
-		struct jrec jr;
+		struct jrec one;
 
-		if (!rec_decode(rec, &jr))
+		if (!rec_decode(rec, &one))
 			break; /* torn tail (power loss): what follows was never acknowledged */
-		r = replay_one(v, &jr, max_seq);
+		if (one.type == REC_BATCH && (r = read_image(f, &one, v->journal.floor, jr)) <= 0)
+			break;
+		jr->max_seq = EOS_MAX(jr->max_seq, one.seq);
+		r = one.type == REC_BATCH ? 0 : keep_rec(jr, &one);
 	}
 	return r;
 }
@@ -344,28 +435,53 @@ remove_gen(struct eos_view *v, uint64_t gen)
 	unlinkat(v->data_dirfd, name, 0);
 }
 
-/*
- * Replay every generation; *ret_next is the generation to start. With tidy, those of another
- * incarnation are deleted.
- */
+/* Read every generation into jr (jr->next: the generation to start). With tidy, those of another
+ * incarnation are deleted. */
 static int
-replay_all(struct eos_view *v, bool tidy, uint64_t *ret_next, uint64_t *ret_max_seq)
+read_all(struct eos_view *v, bool tidy, struct eos_jreplay *jr)
 {
 	cleanup_free uint64_t *gens = NULL;
 	size_t n = 0;
 	int r = list_gens(v, &gens, &n);
 
-	*ret_next = n ? gens[n - 1] + 1 : 1;
-	v->journal.oldest = *ret_next;
+	jr->next = n ? gens[n - 1] + 1 : 1;
+	v->journal.oldest = jr->next;
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		bool ours = false;
 
-		r = replay_file(v, gens[i], ret_max_seq, &ours);
+		r = read_file(v, gens[i], jr, &ours);
 		if (r == 0 && !ours && tidy)
 			remove_gen(v, gens[i]);
 		else if (r == 0 && gens[i] < v->journal.oldest)
 			v->journal.oldest = gens[i];
 	}
+	return r ?: eos_recmap_sorted(&jr->images, &jr->over, &jr->nover);
+}
+
+int
+eos_journal_read(struct eos_view *v, bool tidy, struct eos_jreplay **ret, struct eos_error *err)
+{
+	struct eos_jreplay *jr = calloc(1, sizeof(*jr));
+	/* without a nonce no generation is ours: they are only listed (and deleted, with tidy) */
+	int r = jr ? read_all(v, tidy, jr) : -ENOMEM;
+
+	if (r < 0) {
+		eos_jreplay_free(jr);
+		return eos_error_set(err, r, "session '%s': cannot read its journal: %s",
+				     v->session, strerror(-r));
+	}
+	*ret = jr;
+	return 0;
+}
+
+/* Apply the records that are not images over the loaded nodes (images were loaded with them). */
+static int
+apply_recs(struct eos_view *v, struct eos_jreplay *jr)
+{
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < jr->n; i++)
+		r = replay_one(v, &jr->recs[i]);
 	return r;
 }
 
@@ -420,6 +536,7 @@ gen_switch(struct eos_view *v, int fd, uint64_t **ret_inos, size_t *ret_n, bool 
 	old = j->fd;
 	j->fd = fd;
 	j->gen++;
+	atomic_store(&j->torn, false);
 	atomic_store(&j->bytes, HEADER_BYTES);
 	pthread_mutex_lock(&j->room_lock);
 	j->reserved = 0;
@@ -449,28 +566,31 @@ checkpoint_loaded(struct eos_view *v)
 
 		while ((n = eos_table_next(&v->shards[i], &it))) {
 			if (n->flags & (EOS_NODE_DIRTY | EOS_NODE_LOG_DIRTY))
-				ok = eos_delta_flush_node(v, n, false) == 0 && ok;
+				ok = eos_delta_flush_node(v, n, EOS_COMMIT_CHECKPOINT) == 0 && ok;
+			ok = eos_pending_commit_due(v) == 0 && ok;
 		}
 	}
 	return ok;
 }
 
 int
-eos_journal_open(struct eos_view *v, struct eos_error *err)
+eos_journal_open(struct eos_view *v, struct eos_jreplay *jr, struct eos_error *err)
 {
 	struct eos_journal *j = &v->journal;
-	uint64_t next = 1, max_seq = 0;
-	int r = j->have_nonce ? 0 : make_nonce(v);
+	int r = apply_recs(v, jr);
 
-	r = r ?: replay_all(v, true, &next, &max_seq);
+	r = r ?: j->have_nonce ? 0 : make_nonce(v);
 	if (r < 0)
 		return eos_error_set(err, r, "session '%s': cannot replay its journal: %s",
 				     v->session, strerror(-r));
-	atomic_store(&j->next_seq, EOS_MAX(max_seq, atomic_load(&j->next_seq) - 1) + 1);
-	if (checkpoint_loaded(v))
-		remove_older(v, next);
-	j->gen = next;
-	r = gen_create(v, next);
+	atomic_store(&j->next_seq, EOS_MAX(jr->max_seq, atomic_load(&j->next_seq) - 1) + 1);
+	/* the images are written with the replayed nodes' records, then the journal can go */
+	eos_pending_absorb(v, &jr->images);
+	v->pending.active = true;
+	if (checkpoint_loaded(v) && eos_pending_commit(v, false) == 0)
+		remove_older(v, jr->next);
+	j->gen = jr->next;
+	r = gen_create(v, jr->next);
 	if (r < 0)
 		return eos_error_set(err, r, "session '%s': cannot start its journal: %s",
 				     v->session, strerror(-r));
@@ -480,10 +600,9 @@ eos_journal_open(struct eos_view *v, struct eos_error *err)
 }
 
 int
-eos_journal_replay(struct eos_view *v, struct eos_error *err)
+eos_journal_replay(struct eos_view *v, struct eos_jreplay *jr, struct eos_error *err)
 {
-	uint64_t next = 1, max_seq = 0;
-	int r = v->journal.have_nonce ? replay_all(v, false, &next, &max_seq) : 0;
+	int r = apply_recs(v, jr);
 
 	if (r < 0)
 		return eos_error_set(err, r, "session '%s': cannot replay its journal: %s",
@@ -508,8 +627,21 @@ eos_journal_release(struct eos_view *v, bool remove)
 
 /* --- appending -------------------------------------------------------------------------------- */
 
+/* Whether the store's filesystem has room for a preallocation of the given kind. */
+static int
+room_for(struct eos_view *v, enum eos_journal_room room)
+{
+	struct eos_error err;
+
+	if (room == EOS_JROOM_DATA)
+		return eos_fs_room(v, PREALLOC_BYTES);
+	if (room == EOS_JROOM_RECORD)
+		return eos_store_record_room(v->store, PREALLOC_BYTES, &err) < 0 ? -ENOSPC : 0;
+	return 0;
+}
+
 int
-eos_journal_reserve(struct eos_view *v)
+eos_journal_reserve(struct eos_view *v, enum eos_journal_room room)
 {
 	struct eos_journal *j = &v->journal;
 	int r = 0;
@@ -519,10 +651,22 @@ eos_journal_reserve(struct eos_view *v)
 	pthread_rwlock_rdlock(&j->lock);
 	pthread_mutex_lock(&j->room_lock);
 	if (j->fd >= 0 && atomic_load(&j->bytes) + PREALLOC_MIN > j->reserved)
-		r = eos_fs_room(v, PREALLOC_BYTES) ?: prealloc(j, j->fd, atomic_load(&j->bytes));
+		r = room_for(v, room) ?: prealloc(j, j->fd, atomic_load(&j->bytes));
 	pthread_mutex_unlock(&j->room_lock);
 	pthread_rwlock_unlock(&j->lock);
-	return r;
+	/* what frees space goes on with what is left: the append takes its chance */
+	return room == EOS_JROOM_FREEING ? 0 : r;
+}
+
+/*
+ * A short write left a torn record, which ends the generation's replay: no later record may
+ * follow it, so appends fail until the flusher has started the next generation.
+ */
+static void
+mark_torn(struct eos_view *v)
+{
+	atomic_store(&v->journal.torn, true);
+	eos_flusher_kick(v);
 }
 
 /* Append rec (its seq assigned here) for n (locked) and queue n for the next checkpoint. */
@@ -540,7 +684,9 @@ append(struct eos_view *v, struct eos_node *n, struct jrec *rec)
 	rec->seq = atomic_fetch_add(&j->next_seq, 1);
 	rec_encode(rec, buf);
 	errno = EIO; /* no journal: appends fail */
-	got = j->fd >= 0 ? write(j->fd, buf, sizeof(buf)) : -1;
+	got = j->fd >= 0 && !atomic_load(&j->torn) ? write(j->fd, buf, sizeof(buf)) : -1;
+	if (got >= 0 && got != (ssize_t)sizeof(buf))
+		mark_torn(v);
 	if (got == (ssize_t)sizeof(buf)) {
 		uint64_t bytes = atomic_fetch_add(&j->bytes, sizeof(buf)) + sizeof(buf);
 
@@ -555,6 +701,68 @@ append(struct eos_view *v, struct eos_node *n, struct jrec *rec)
 	if (got == (ssize_t)sizeof(buf))
 		return 0;
 	return got < 0 && errno ? eos_neg_errno() : -EIO;
+}
+
+/* Append b's image: its header record, then the image, in one write (O_APPEND). */
+static int
+append_image(struct eos_view *v, const void *ops, size_t len)
+{
+	struct eos_journal *j = &v->journal;
+	struct jrec rec = { .type = REC_BATCH, .size = len, .start = eos_hashmap_hash(ops, len) };
+	uint8_t buf[RECORD_BYTES];
+	struct iovec iov[2] = { { buf, sizeof(buf) }, { (void *)ops, len } };
+	ssize_t got;
+
+	rec.seq = atomic_fetch_add(&j->next_seq, 1);
+	rec_encode(&rec, buf);
+	errno = EIO; /* no journal: appends fail */
+	got = j->fd >= 0 ? writev(j->fd, iov, 2) : -1;
+	if (got == (ssize_t)(sizeof(buf) + len))
+		return 0;
+	if (got >= 0)
+		mark_torn(v);
+	return got < 0 && errno ? eos_neg_errno() : -EIO;
+}
+
+int
+eos_journal_batch(struct eos_view *v, struct eos_session_batch *b)
+{
+	struct eos_journal *j = &v->journal;
+	enum eos_journal_room room =
+		eos_session_batch_frees(b) ? EOS_JROOM_FREEING : EOS_JROOM_RECORD;
+	struct eos_error err;
+	size_t len;
+	const void *ops = eos_session_batch_ops(b, &len);
+	int r = EOS_FAILPOINT("journal.append");
+
+	if (len > BATCH_MAX)
+		return -EFBIG;
+	r = r ?: eos_session_batch_room(b, &err);
+	r = r ?: eos_journal_reserve(v, room);
+	if (r < 0)
+		return r;
+	pthread_rwlock_rdlock(&j->lock);
+	r = atomic_load(&j->torn) ? -EIO : append_image(v, ops, len);
+	if (r == 0) {
+		eos_pending_add_locked(v, ops, len);
+		if (atomic_fetch_add(&j->bytes, RECORD_BYTES + len) + RECORD_BYTES + len >=
+		    ROTATE_BYTES)
+			eos_flusher_kick(v);
+	}
+	pthread_rwlock_unlock(&j->lock);
+	return r;
+}
+
+int
+eos_journal_pend(struct eos_view *v, struct eos_session_batch *b)
+{
+	size_t len;
+	const void *ops = eos_session_batch_ops(b, &len);
+
+	pthread_rwlock_rdlock(&v->journal.lock);
+	eos_pending_add_locked(v, ops, len);
+	pthread_rwlock_unlock(&v->journal.lock);
+	return 0;
 }
 
 int
@@ -629,7 +837,10 @@ eos_journal_truncated(struct eos_view *v, struct eos_node *n)
 bool
 eos_journal_rotate_due(struct eos_view *v)
 {
-	return v->journal.fd >= 0 && atomic_load(&v->journal.bytes) >= ROTATE_BYTES;
+	struct eos_journal *j = &v->journal;
+
+	/* a torn generation takes no appends: the next one must start */
+	return j->fd >= 0 && (atomic_load(&j->bytes) >= ROTATE_BYTES || atomic_load(&j->torn));
 }
 
 static void
@@ -651,6 +862,7 @@ rotate_locked(struct eos_view *v)
 	ok = eos_flusher_checkpoint(v, inos, n);
 	if (all)
 		ok = eos_view_persist(v, false, NULL) == 0 && ok;
+	ok = eos_pending_commit(v, false) == 0 && ok; /* the old generations' images with them */
 	if (ok)
 		remove_older(v, v->journal.gen);
 	free(inos);
@@ -668,6 +880,16 @@ eos_journal_rotate(struct eos_view *v)
 	pthread_rwlock_unlock(&v->gate.writers);
 }
 
+void
+eos_journal_commit_pending(struct eos_view *v)
+{
+	/* not while a live publish or a fork holds the gate: they write them themselves */
+	pthread_rwlock_rdlock(&v->gate.writers);
+	if (!atomic_load(&v->broken))
+		eos_pending_commit(v, false);
+	pthread_rwlock_unlock(&v->gate.writers);
+}
+
 /* Switch appends to fd (-1: none, appends fail) as generation gen. */
 static void
 gen_replace(struct eos_journal *j, int fd, uint64_t gen)
@@ -678,6 +900,7 @@ gen_replace(struct eos_journal *j, int fd, uint64_t gen)
 	j->fd = fd;
 	j->gen = gen;
 	j->oldest = gen;
+	atomic_store(&j->torn, false);
 	atomic_store(&j->bytes, HEADER_BYTES);
 	pthread_mutex_lock(&j->room_lock);
 	j->reserved = 0;

@@ -464,7 +464,7 @@ owner_op(struct eos_view *v, const char *owner, uint32_t *ret)
 		return r;
 	r = eos_delta_batch(v, &b);
 	r = r ?: eos_delta_put_op(*ret, owner, b);
-	return r ?: eos_delta_commit(v, b, false);
+	return r ?: eos_delta_commit(v, b, EOS_COMMIT_JOURNAL);
 }
 
 /* Write data into n, a new empty file no one else has opened, owned by op. */

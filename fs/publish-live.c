@@ -73,6 +73,9 @@ publish_locked(struct eos_view *v, const char *owner, int64_t capture_start,
 	int64_t capture_end;
 	int r = eos_publish_begin(v->store, &o, &p, err);
 
+	/* the commit replaces the session's records: none may be written after it */
+	if (r == 0 && v->pending.active && eos_pending_commit(v, false) < 0)
+		r = eos_error_set(err, -EIO, "session '%s': cannot write its records", v->session);
 	r = r ?: eos_view_stage(v, p, skipped, nskipped, err);
 	capture_end = eos_mono_ns();
 	r = r ?: eos_publish_prepare(p, err);
@@ -176,7 +179,7 @@ checkpoint_all(struct eos_view *v, struct eos_error *err)
 		free(TAKE_PTR(inos));
 		r = every_node(v, &inos, &n, err);
 	}
-	if (r == 0 && !eos_flusher_checkpoint(v, inos, n))
+	if (r == 0 && (!eos_flusher_checkpoint(v, inos, n) || eos_pending_commit(v, false) < 0))
 		r = eos_error_set(err, -EIO, "session '%s': cannot write its records", v->session);
 	return r;
 }

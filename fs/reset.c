@@ -372,7 +372,7 @@ record_ops(struct eos_view *v)
 		if (t->names[i])
 			r = eos_delta_put_op((uint32_t)i, t->names[i], b);
 	pthread_mutex_unlock(&t->lock);
-	return r ?: eos_delta_commit(v, b, false);
+	return r ?: eos_delta_commit(v, b, EOS_COMMIT_JOURNAL);
 }
 
 static void
@@ -409,6 +409,7 @@ eos_view_reset(struct eos_view *v, uint64_t version, struct eos_inval *iv, struc
 	if (r < 0)
 		eos_error_set(err, r, "session '%s': cannot show version %llu: %s", v->session,
 			      (unsigned long long)version, strerror(-r));
+	eos_pending_discard(v); /* the publish reset the records they were headed for */
 	e = empty_data_dir(v, r < 0 ? NULL : err);
 	e = e ?: eos_journal_restart(v, r < 0 ? NULL : err);
 	if (e == 0 && (e = eos_view_root_upper(v) ?: record_ops(v)) < 0 && r >= 0)

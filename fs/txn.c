@@ -3,10 +3,11 @@
  * fs/txn: one namespace operation's records, written before the operation is visible.
  *
  * A failed operation must change nothing (doc/fs.md, "Persistence"): when its batch cannot be
- * written (a full disk), the kernel is told so, and the view must still be what the store holds.
- * So an operation saves the nodes it is about to change (eos_txn_save), changes and stages them,
- * and stages its dirents without touching the directories yet (eos_txn_dirent); eos_txn_commit
- * writes the batch and only then changes the directories, or puts the saved nodes back.
+ * written (a full disk), the kernel is told so, and the view must still be what its records
+ * hold. So an operation saves the nodes it is about to change (eos_txn_save), changes and stages
+ * them, and stages its dirents without touching the directories yet (eos_txn_dirent);
+ * eos_txn_commit writes the batch (once the session's journal has started: appends its image to
+ * the journal, fs/pending.c) and only then changes the directories, or puts the saved nodes back.
  * Callers hold the locks of every node and directory involved from save to commit.
  */
 #include <errno.h>
@@ -217,7 +218,7 @@ eos_txn_keep(struct eos_txn *t)
 int
 eos_txn_commit(struct eos_txn *t)
 {
-	int r = t->b ? eos_delta_commit(t->v, t->b, false) : -ENOMEM;
+	int r = t->b ? eos_delta_commit(t->v, t->b, EOS_COMMIT_JOURNAL) : -ENOMEM;
 
 	if (r < 0) {
 		eos_txn_abort(t);

@@ -204,6 +204,32 @@ struct eos_flusher {
 	bool overflow; /* a node could not be queued (no memory): checkpoint every node */
 };
 
+/* pending.c: records journaled, not yet in the store (see there) */
+enum {
+	EOS_RECMAP_KEY_MAX = 1024,
+	EOS_PENDING_COMMIT_BYTES = 256 << 10, /* pending records this large are written (flusher) */
+};
+/* Key to its newest value or deletion (struct eos_rec, pending.c). Zero-filled is empty. */
+struct eos_recmap {
+	struct eos_hashmap map;
+	size_t bytes; /* keys and values held */
+};
+/* One record of a sorted recmap; borrowed from the map. */
+struct eos_recent {
+	const void *key;
+	size_t klen;
+	bool del;
+	const void *val;
+	size_t vlen;
+};
+struct eos_pending {
+	pthread_mutex_t lock; /* m, lost */
+	pthread_mutex_t commit_lock;
+	struct eos_recmap m;
+	bool active; /* the journal has started: record changes go through it and m */
+	bool lost;   /* m could not take records (no memory): the journal is never deleted */
+};
+
 /* A small cache of pid → operation (file.c): one /proc read per process and second. */
 enum {
 	EOS_OPCACHE_SLOTS = 64,
@@ -251,6 +277,7 @@ struct eos_view {
 	uint32_t self_op; /* operation index of the session itself */
 	struct eos_flusher flusher;
 	struct eos_journal journal;
+	struct eos_pending pending;
 	pthread_mutex_t opcache_lock;
 	struct eos_opcache_slot opcache[EOS_OPCACHE_SLOTS];
 	struct eos_hashmap links; /* be64 link group → members at the version (links.c) */
@@ -520,11 +547,50 @@ int eos_delta_put_op(uint32_t index, const char *owner, struct eos_session_batch
 int eos_delta_delete_node(struct eos_node *n, struct eos_session_batch *b);
 /* Stage n's (locked) record after a change: put while linked, deleted at nlink 0. */
 int eos_delta_node_changed(struct eos_view *v, struct eos_node *n, struct eos_session_batch *b);
+/*
+ * How a batch reaches the store once the journal has started (before that, and without a
+ * session journal, every batch is written as it comes, synced for EOS_COMMIT_SYNC):
+ * JOURNAL, a change: its image is appended to the journal, its records join the pending ones;
+ * CHECKPOINT, records that hold what the journal holds already: they join the pending ones;
+ * SYNC: they join the pending ones, which are written in one synced batch;
+ * DIRECT: written as it comes (records the pending ones never hold: the journal's nonce).
+ */
+enum eos_commit {
+	EOS_COMMIT_JOURNAL,
+	EOS_COMMIT_CHECKPOINT,
+	EOS_COMMIT_SYNC,
+	EOS_COMMIT_DIRECT
+};
 /* Write b (errors are logged: the kernel already saw the operation succeed). */
-int eos_delta_commit(struct eos_view *v, struct eos_session_batch *b, bool sync);
-int eos_delta_load(struct eos_view *v, struct eos_error *err);
+int eos_delta_commit(struct eos_view *v, struct eos_session_batch *b, enum eos_commit how);
+/* The session's journal nonce only ('J' sorts first). */
+int eos_delta_load_nonce(struct eos_view *v, struct eos_error *err);
+/* Load the records, with the journal's images (sorted, newest values) over them. */
+int eos_delta_load(struct eos_view *v, const struct eos_recent *over, size_t nover,
+		   struct eos_error *err);
 /* Persist n (locked) when dirty. */
-int eos_delta_flush_node(struct eos_view *v, struct eos_node *n, bool sync);
+int eos_delta_flush_node(struct eos_view *v, struct eos_node *n, enum eos_commit how);
+
+/* pending.c */
+/* Add the records of a batch's ops (eos_session_batch_ops), later values winning. */
+int eos_recmap_add(struct eos_recmap *m, const void *ops, size_t len);
+/* Every record, sorted by key (a bytewise order, as the store's). Caller frees *ret. */
+int eos_recmap_sorted(struct eos_recmap *m, struct eos_recent **ret, size_t *ret_n);
+void eos_recmap_release(struct eos_recmap *m);
+void eos_pending_init(struct eos_pending *p);
+void eos_pending_release(struct eos_pending *p);
+/* Add a journaled batch's ops (the caller holds the journal's append lock). */
+void eos_pending_add_locked(struct eos_view *v, const void *ops, size_t len);
+/* Take m's records (older than any already pending); m ends empty. */
+void eos_pending_absorb(struct eos_view *v, struct eos_recmap *m);
+/* Write every pending record to the store in one batch (sync: synced). */
+int eos_pending_commit(struct eos_view *v, bool sync);
+/* Whether the pending records are large enough to be written now (flusher thread). */
+bool eos_pending_due(struct eos_view *v);
+/* Write them if so: a checkpoint of many nodes keeps its memory bounded. */
+int eos_pending_commit_due(struct eos_view *v);
+/* Drop them: a live publish replaced the records they would have written (reset.c). */
+void eos_pending_discard(struct eos_view *v);
 
 /* txn.c: a namespace operation's records, written before its change is visible */
 enum {

@@ -42,6 +42,7 @@ view_alloc(void)
 	}
 	eos_opstable_init(&v->ops);
 	eos_journal_init(&v->journal);
+	eos_pending_init(&v->pending);
 	pthread_mutex_init(&v->links_lock, NULL);
 	pthread_mutex_init(&v->opcache_lock, NULL);
 	pthread_mutex_init(&v->mounts_lock, NULL);
@@ -90,7 +91,7 @@ eos_view_root_upper(struct eos_view *v)
 		return r;
 	root->flags |= EOS_NODE_UPPER | EOS_NODE_XATTRS;
 	r = eos_delta_put_node(v, root, b);
-	return r ?: eos_delta_commit(v, b, true);
+	return r ?: eos_delta_commit(v, b, EOS_COMMIT_SYNC);
 }
 
 static int
@@ -188,6 +189,26 @@ discard_stray_data(struct eos_view *v)
 	closedir(d);
 }
 
+/* The session's records with what its journal holds over them; the journal opened (inspected:
+ * replayed in memory only). */
+static int
+load_journaled(struct eos_view *v, struct eos_error *err)
+{
+	EOS_CLEANUP(eos_jreplay_freep) struct eos_jreplay *jr = NULL;
+	const struct eos_recent *over;
+	size_t nover;
+	int r = eos_delta_load_nonce(v, err);
+
+	r = r ?: eos_journal_read(v, !v->inspect, &jr, err);
+	if (r < 0)
+		return r;
+	over = eos_jreplay_images(jr, &nover);
+	r = eos_delta_load(v, over, nover, err);
+	if (r < 0)
+		return r;
+	return v->inspect ? eos_journal_replay(v, jr, err) : eos_journal_open(v, jr, err);
+}
+
 static int
 view_load(struct eos_view *v, const struct eos_view_options *o, struct eos_error *err)
 {
@@ -199,14 +220,9 @@ view_load(struct eos_view *v, const struct eos_view_options *o, struct eos_error
 	}
 	r = session_prepare(v, o, err);
 	r = r ?: eos_store_tree_open(v->store, o->sandbox, v->version, &v->tree, err);
-	r = r ?: eos_delta_load(v, err);
-	if (r == 0 && v->inspect) {
-		r = eos_journal_replay(v, err);
+	r = r ?: load_journaled(v, err);
+	if (r < 0 || v->inspect)
 		return r || eos_node_get(v, EOS_ROOT_INO) ? r : root_from_lower(v, err);
-	}
-	r = r ?: eos_journal_open(v, err);
-	if (r < 0)
-		return r;
 	v->self_op = eos_fs_operation(v, 0); /* pid 0: no resolver claims it */
 	r = discard_orphans(v);
 	if (r < 0)
@@ -269,16 +285,20 @@ eos_view_persist(struct eos_view *v, bool sync, struct eos_error *err)
 				r = -EAGAIN; /* busy: written by its own operation's end */
 				continue;
 			}
-			r = eos_delta_flush_node(v, n, false) ?: r;
+			r = eos_delta_flush_node(v, n, EOS_COMMIT_CHECKPOINT) ?: r;
 			eos_node_unlock(n);
+			r = eos_pending_commit_due(v) ?: r;
 		}
 		pthread_mutex_unlock(&v->shards[i].lock);
 	}
-	if (r == 0 && sync) {
+	if (r == 0 && v->pending.active) {
+		r = eos_pending_commit(v,
+				       sync); /* every pending record, the ones above with them */
+	} else if (r == 0 && sync) {
 		struct eos_node *root = eos_node_get(v, EOS_ROOT_INO);
 
 		eos_node_lock(root);
-		r = eos_delta_flush_node(v, root, true);
+		r = eos_delta_flush_node(v, root, EOS_COMMIT_SYNC);
 		eos_node_unlock(root);
 	}
 	return r < 0 ? eos_error_set(err, r, "session '%s': cannot write the delta", v->session)
@@ -297,6 +317,7 @@ eos_view_close(struct eos_view *v)
 		persisted = eos_view_persist(v, true, NULL) == 0;
 	/* every record written: the journal is not needed any more (else the next mount replays) */
 	eos_journal_release(v, persisted);
+	v->pending.active = false; /* what closing writes now goes to the store as it comes */
 	while (v->handles)
 		eos_fs_release(v, v->handles);
 	pthread_mutex_destroy(&v->handles_lock);
@@ -312,6 +333,7 @@ eos_view_close(struct eos_view *v)
 		pthread_mutex_destroy(&v->idshards[i].lock);
 	}
 	eos_opstable_release(&v->ops);
+	eos_pending_release(&v->pending);
 	eos_hashmap_release(&v->links);
 	pthread_mutex_destroy(&v->links_lock);
 	pthread_mutex_destroy(&v->opcache_lock);

@@ -181,7 +181,7 @@ eos_xattr_set(struct eos_view *v, struct eos_node *n, const char *name, const vo
 	if (r == 0) {
 		n->flags |= EOS_NODE_META_CHANGED;
 		eos_node_touch(n, false);
-		r = eos_delta_flush_node(v, n, false);
+		r = eos_delta_flush_node(v, n, EOS_COMMIT_JOURNAL);
 	}
 	eos_node_unlock(n);
 	return r;

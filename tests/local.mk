@@ -100,7 +100,8 @@ INTEGRATION_TESTS = \
 	tests/integration/git-import.sh \
 	tests/integration/full-disk.sh \
 	tests/integration/full-view.sh \
-	tests/integration/fs-attrs-kill.sh
+	tests/integration/fs-attrs-kill.sh \
+	tests/integration/fs-names-kill.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/fs-lib.sh \
 	tests/integration/small-fs.sh

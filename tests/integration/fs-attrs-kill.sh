@@ -56,17 +56,6 @@ contents() {
 	done
 }
 
-expect_attrs() {
-	local got
-	got=$(attrs 2>&1)
-	if [[ $got == "$want" ]]; then
-		ok "$*"
-	else
-		not_ok "$*"
-		diag "want:"$'\n'"$want"$'\n'"got:"$'\n'"$got"
-	fi
-}
-
 mkdir -p "$T/src"
 printf 'lower\n' >"$T/src/lower.txt"
 printf 'lower two, longer than what replaces it\n' >"$T/src/lower2.txt"
@@ -78,18 +67,16 @@ want_contents=$(contents)
 check "trunc.txt is 4 bytes before the kill" grep -q '^trunc.txt 4 ' <<<"$want_contents"
 check "the mode of tar.txt is 751 before the kill" grep -q '^tar.txt 751 ' <<<"$want"
 
-pid=$(cat "$M.pid")
-kill -KILL "$pid"
-wait_pid_gone "$pid"
-fusermount3 -u "$M" 2>/dev/null || umount -l "$M" 2>/dev/null || true
-check "the dead mount is gone" fs_wait_mounted "$M" 0
+check "SIGKILL eosfs; the dead mount is gone" fs_kill "$M"
 check "mount the session again" fs_mount "$M" "$S" attrs s1
-expect_attrs "after the SIGKILL every acknowledged change of mode, owner and times is there"
+expect_output "$want" "after the SIGKILL every acknowledged change of mode, owner and times is there" \
+	attrs
 check "the contents are there too" grep -qx more "$M/mixed.txt"
 check "truncated and rewritten files hold their last bytes" test "$(contents)" = "$want_contents"
 check "unmount cleanly" fs_umount "$M"
 check "mount once more" fs_mount "$M" "$S" attrs s1
-expect_attrs "the same after a clean unmount and a mount (the replay was checkpointed)"
+expect_output "$want" "the same after a clean unmount and a mount (the replay was checkpointed)" \
+	attrs
 check "unmount" fs_umount "$M"
 run eos_store --store "$S" --json fsck
 check "fsck is clean" test "$rc" = 0

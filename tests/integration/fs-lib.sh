@@ -110,6 +110,29 @@ fs_umount() {
 	[[ -z $pid ]] || wait_pid_gone "$pid"
 }
 
+# SIGKILL the eosfs serving $1 (pid file $1.pid), wait for it to die, clear away the dead mount.
+fs_kill() {
+	local mnt=$1 pid
+	pid=$(cat "$mnt.pid") || return 1
+	kill -KILL "$pid"
+	wait_pid_gone "$pid"
+	fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
+	fs_wait_mounted "$mnt" 0
+}
+
+# One TAP check: ok when the output of command $3... is $1, else not ok with a diff. $2 names it.
+expect_output() {
+	local want=$1 what=$2 got
+	shift 2
+	got=$("$@" 2>&1)
+	if [[ $got == "$want" ]]; then
+		ok "$what"
+	else
+		not_ok "$what"
+		diag "$(diff <(printf '%s\n' "$want") <(printf '%s\n' "$got") | head -20)"
+	fi
+}
+
 as_test_user() {
 	runuser -u "$EOS_TEST_USER" -- "$@"
 }

@@ -1201,9 +1201,10 @@ END_TEST
 
 #if EOS_FAILPOINTS_COMPILED
 /*
- * A lower file's first chmod writes its copy-up and the new mode in one batch: when that batch
- * cannot be written, the file stays lower with its old mode and times, and nothing reaches the
- * delta; once the store takes writes again, the chmod goes through and survives a reopen.
+ * A lower file's first chmod writes its copy-up and the new mode in one batch (one journaled
+ * image): when that batch cannot be written, the file stays lower with its old mode and times, and
+ * nothing reaches the delta; once the store takes writes again, the chmod goes through and survives
+ * a reopen.
  */
 START_TEST(test_failed_copyup_setattr_changes_nothing)
 {
@@ -1218,11 +1219,11 @@ START_TEST(test_failed_copyup_setattr_changes_nothing)
 	ck_rc(eos_fs_setattr(v, tv_lookup(v, "a.txt"), &attr, EOS_SET_MODE, &out), 0);
 	c = tv_lookup(v, "c.txt");
 	mtime = c->mtime;
-	hits = eos_failpoint_hits("kv.batch_write");
-	ck_assert_int_eq(eos_failpoint_arm("kv.batch_write", -ENOSPC), 0);
+	hits = eos_failpoint_hits("journal.append");
+	ck_assert_int_eq(eos_failpoint_arm("journal.append", -ENOSPC), 0);
 	ck_rc(eos_fs_setattr(v, c, &attr, EOS_SET_MODE, &out), -ENOSPC);
-	ck_assert_uint_eq(eos_failpoint_hits("kv.batch_write"), hits + 1); /* one batch */
-	ck_assert_int_eq(eos_failpoint_arm("kv.batch_write", 0), 0);
+	ck_assert_uint_eq(eos_failpoint_hits("journal.append"), hits + 1); /* one batch */
+	ck_assert_int_eq(eos_failpoint_arm("journal.append", 0), 0);
 	ck_assert_uint_eq(c->mode, S_IFREG | 0644);
 	ck_assert_int_eq(c->mtime, mtime);
 	ck_assert(!(c->flags & (EOS_NODE_UPPER | EOS_NODE_DIRTY | EOS_NODE_META_CHANGED)));
@@ -1231,9 +1232,9 @@ START_TEST(test_failed_copyup_setattr_changes_nothing)
 	ck_assert_str_eq(d->v[0].path, "a.txt");
 	delta_free(d);
 
-	hits = eos_failpoint_hits("kv.batch_write");
+	hits = eos_failpoint_hits("journal.append");
 	ck_rc(eos_fs_setattr(v, c, &attr, EOS_SET_MODE, &out), 0);
-	ck_assert_uint_eq(eos_failpoint_hits("kv.batch_write"), hits + 1);
+	ck_assert_uint_eq(eos_failpoint_hits("journal.append"), hits + 1);
 	ck_assert_uint_eq(out.st_mode, S_IFREG | 0600);
 	ck_assert(c->flags & EOS_NODE_UPPER);
 	v = reopen_same(v);
