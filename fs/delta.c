@@ -425,6 +425,8 @@ load_node(struct load *l, uint64_t ino, const void *val, size_t vlen)
 	}
 	if (ino < EOS_INO_DERIVED)
 		l->max_ino = EOS_MAX(l->max_ino, ino);
+	/* the journal's next records must come after every one a record includes */
+	l->v->journal.max_jseq = EOS_MAX(l->v->journal.max_jseq, n->x->jseq);
 	return 0;
 }
 

@@ -583,7 +583,11 @@ eos_journal_open(struct eos_view *v, struct eos_jreplay *jr, struct eos_error *e
 	if (r < 0)
 		return eos_error_set(err, r, "session '%s': cannot replay its journal: %s",
 				     v->session, strerror(-r));
-	atomic_store(&j->next_seq, EOS_MAX(jr->max_seq, atomic_load(&j->next_seq) - 1) + 1);
+	/* sequence numbers go on above every one the journal, the records and the floor hold: a
+	 * record numbered below a node's jseq would be skipped at the next replay */
+	uint64_t last = EOS_MAX(EOS_MAX(jr->max_seq, j->floor), j->max_jseq);
+
+	atomic_store(&j->next_seq, EOS_MAX(last, atomic_load(&j->next_seq) - 1) + 1);
 	/* the images are written with the replayed nodes' records, then the journal can go */
 	eos_pending_absorb(v, &jr->images);
 	v->pending.active = true;

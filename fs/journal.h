@@ -63,10 +63,11 @@ struct eos_journal {
 	uint64_t reserved; /* the current generation is preallocated up to here */
 	_Atomic uint64_t next_seq;
 	uint8_t nonce[EOS_JOURNAL_NONCE];
-	bool have_nonce;  /* the session's 'J' record was loaded */
-	uint64_t floor;	  /* images up to this sequence number are in the store (from 'J') */
-	atomic_bool torn; /* an append was cut short: no more until the next generation */
-	uint64_t oldest;  /* oldest generation still on disk */
+	bool have_nonce;   /* the session's 'J' record was loaded */
+	uint64_t floor;	   /* images up to this sequence number are in the store (from 'J') */
+	uint64_t max_jseq; /* the newest journal record a loaded node record includes */
+	atomic_bool torn;  /* an append was cut short: no more until the next generation */
+	uint64_t oldest;   /* oldest generation still on disk */
 };
 
 void eos_journal_init(struct eos_journal *j);

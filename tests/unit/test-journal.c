@@ -720,6 +720,37 @@ START_TEST(test_foreign_journal)
 }
 END_TEST
 
+static void
+write_again(struct eos_view *v)
+{
+	tv_write_at(v, "again.txt", PID_OP, 11, "second open\n");
+}
+
+/*
+ * The journal's sequence numbers go on across a clean close: a record numbered below its node's
+ * jseq (the records the close wrote) would be skipped by the next replay, losing the write.
+ */
+START_TEST(test_seq_after_reopen)
+{
+	struct eos_store *st = store_open();
+	struct eos_view *v = view_open(st);
+	char buf[64];
+
+	tv_make(v, "", "again.txt", S_IFREG | 0644, NULL);
+	for (unsigned i = 0; i < 20; i++)
+		tv_write_at(v, "again.txt", PID_OP, 0, "first open\n");
+	eos_view_close(v);
+	eos_store_close(st);
+	crash_after(write_again);
+	st = store_open();
+	v = view_open(st);
+	ck_assert_str_eq(tv_read_all(v, "again.txt", buf, sizeof(buf)),
+			 "first open\nsecond open\n");
+	eos_view_close(v);
+	eos_store_close(st);
+}
+END_TEST
+
 static Suite *
 journal_suite(void)
 {
@@ -736,6 +767,7 @@ journal_suite(void)
 	tcase_add_test(tc, test_attrs);
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_floor);
+	tcase_add_test(tc, test_seq_after_reopen);
 	tcase_add_test(tc, test_torn_tail);
 	tcase_add_test(tc, test_foreign_journal);
 	suite_add_tcase(s, tc);
