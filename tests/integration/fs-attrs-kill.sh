@@ -78,10 +78,7 @@ check "mount once more" fs_mount "$M" "$S" attrs s1
 expect_output "$want" "the same after a clean unmount and a mount (the replay was checkpointed)" \
 	attrs
 check "unmount" fs_umount "$M"
-run eos_store --store "$S" --json fsck
-check "fsck is clean" test "$rc" = 0
-run eos_store --store "$S" publish --sandbox attrs --session s1
-check "publish the session" test "$rc" = 0
+fs_fsck_publish "$S" attrs s1
 run eos_store --store "$S" stat --sandbox attrs tar.txt
 check "the head has tar.txt with mode 0751" grep -q '751' <<<"$out"
 

@@ -133,6 +133,16 @@ expect_output() {
 	fi
 }
 
+# Two TAP checks on store $1 (no view mounted): fsck is clean, and session $3 of sandbox $2
+# publishes.
+# shellcheck disable=SC2154 # rc is set by run (lib.sh)
+fs_fsck_publish() {
+	run eos_store --store "$1" --json fsck
+	check "fsck is clean" test "$rc" = 0
+	run eos_store --store "$1" publish --sandbox "$2" --session "$3"
+	check "publish the session" test "$rc" = 0
+}
+
 as_test_user() {
 	runuser -u "$EOS_TEST_USER" -- "$@"
 }

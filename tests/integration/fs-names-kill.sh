@@ -69,10 +69,7 @@ check "mount once more" fs_mount "$M" "$S" names s1
 expect_output "$want" "the same after a clean unmount and a mount (the replay was written)" \
 	tree
 check "unmount" fs_umount "$M"
-run eos_store --store "$S" --json fsck
-check "fsck is clean" test "$rc" = 0
-run eos_store --store "$S" publish --sandbox names --session s1
-check "publish the session" test "$rc" = 0
+fs_fsck_publish "$S" names s1
 run eos_store --store "$S" stat --sandbox names moved
 check "the head has moved" test "$rc" = 0
 run eos_store --store "$S" stat --sandbox names lower.txt
