@@ -24,7 +24,8 @@
  *
  * Locking: appends take the rotation lock shared (O_APPEND writes need no other lock) and the
  * node's lock is held by the caller, so one node's records are in sequence order in the file;
- * rotation takes it exclusively for the switch only.
+ * rotation takes it exclusively for the switch only, and a commit of the pending records while
+ * it takes them (so that its floor covers every image appended before).
  *
  * Durability: the journal is written, not synced. A power loss may lose what was not fsynced
  * (fsync of a file checkpoints its node with a synced store write), as doc/fs.md states.

@@ -292,8 +292,8 @@ eos_view_persist(struct eos_view *v, bool sync, struct eos_error *err)
 		pthread_mutex_unlock(&v->shards[i].lock);
 	}
 	if (r == 0 && v->pending.active) {
-		r = eos_pending_commit(v,
-				       sync); /* every pending record, the ones above with them */
+		/* every pending record, the ones staged above with them */
+		r = eos_pending_commit(v, sync);
 	} else if (r == 0 && sync) {
 		struct eos_node *root = eos_node_get(v, EOS_ROOT_INO);
 
