@@ -247,8 +247,7 @@ eos_delta_commit(struct eos_view *v, struct eos_session_batch *b, enum eos_commi
 	r = how == EOS_COMMIT_JOURNAL ? eos_journal_batch(v, b) : eos_journal_pend(v, b);
 	if (r == 0 && how == EOS_COMMIT_SYNC)
 		r = eos_pending_commit(v, true);
-	if (eos_session_batch_clear(b) < 0 && r == 0)
-		r = -ENOMEM;
+	eos_session_batch_clear(b);
 	return r;
 }
 

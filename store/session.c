@@ -7,6 +7,7 @@
  * The lease "session:<name>" pins the version; record and lease are written in one batch.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -452,14 +453,19 @@ eos_store_session_scan(struct eos_store *st, const char *sandbox, const char *na
 	return c.stop ? c.stop : r;
 }
 
+/*
+ * A batch is the list of its puts and deletes (u8 op · lp key · lp value, keys relative to the
+ * session), which is all a view that journals it needs; the store's batch is built from it only
+ * when it is written.
+ */
 struct eos_session_batch {
 	struct eos_store *st;
-	struct eos_kv_batch *b;
 	bool puts;    /* b holds a put (a batch of deletes only is written at any fill level) */
 	bool freeing; /* … or one that frees space (eos_session_batch_freeing) */
+	size_t n;     /* puts and deletes held */
 	struct eos_buf prefix;
 	struct eos_buf key;
-	struct eos_buf ops; /* what b holds, for eos_session_batch_ops() */
+	struct eos_buf ops;
 };
 
 int
@@ -473,65 +479,46 @@ eos_session_batch_new(struct eos_store *st, const char *sandbox, const char *nam
 	if (r < 0)
 		return r;
 	b = calloc(1, sizeof(*b));
-	if (!b || eos_kv_batch_new(&b->b) < 0 || session_key(&b->prefix, sbx, name, TAG_DELTA) < 0)
+	if (!b || session_key(&b->prefix, sbx, name, TAG_DELTA) < 0)
 		return eos_error_set(err, -ENOMEM, "session '%s': out of memory", name);
 	b->st = st;
 	*ret = TAKE_PTR(b);
 	return 0;
 }
 
-/* u8 op · lp key · lp value (empty for a delete) */
 static int
 record_op(struct eos_session_batch *b, uint8_t op, const void *key, size_t klen, const void *val,
 	  size_t vlen)
 {
 	size_t old = b->ops.len;
-	int r = eos_buf_append_u8(&b->ops, op);
+	int r = klen == 0 || klen > DELTA_KEY_MAX ? -EINVAL : 0;
 
+	r = r ?: eos_buf_append_u8(&b->ops, op);
 	r = r ?: eos_buf_append_lp(&b->ops, key, klen);
 	r = r ?: eos_buf_append_lp(&b->ops, val, vlen);
-	if (r < 0)
+	if (r < 0) {
 		eos_buf_truncate(&b->ops, old);
-	return r;
-}
-
-static int
-batch_key(struct eos_session_batch *b, const void *key, size_t klen)
-{
-	if (klen == 0 || klen > DELTA_KEY_MAX)
-		return -EINVAL;
-	eos_buf_truncate(&b->key, 0);
-	int r = eos_buf_append(&b->key, b->prefix.data, b->prefix.len);
-
-	return r ?: eos_buf_append(&b->key, key, klen);
+		return r;
+	}
+	b->n++;
+	return 0;
 }
 
 int
 eos_session_batch_put(struct eos_session_batch *b, const void *key, size_t klen, const void *val,
 		      size_t vlen)
 {
-	int r = batch_key(b, key, klen);
+	int r = record_op(b, EOS_SESSION_OP_PUT, key, klen, val, vlen);
 
-	if (r < 0)
-		return r;
-	r = record_op(b, EOS_SESSION_OP_PUT, key, klen, val, vlen);
-	if (r < 0)
-		return r;
-	eos_kv_batch_put(b->b, EOS_CF_SESSION, b->key.data, b->key.len, val, vlen);
-	b->puts = true;
-	return 0;
+	if (r == 0)
+		b->puts = true;
+	return r;
 }
 
 int
 eos_session_batch_delete(struct eos_session_batch *b, const void *key, size_t klen)
 {
-	int r = batch_key(b, key, klen);
-
-	r = r ?: record_op(b, EOS_SESSION_OP_DELETE, key, klen, NULL, 0);
-	if (r < 0)
-		return r;
-	eos_kv_batch_delete(b->b, EOS_CF_SESSION, b->key.data, b->key.len);
-	return 0;
+	return record_op(b, EOS_SESSION_OP_DELETE, key, klen, NULL, 0);
 }
 
 const void *
@@ -539,6 +526,13 @@ eos_session_batch_ops(const struct eos_session_batch *b, size_t *ret_len)
 {
 	*ret_len = b->ops.len;
 	return b->ops.data;
+}
+
+/* About what b adds to the store: its records with their full keys. */
+static uint64_t
+batch_bytes(const struct eos_session_batch *b)
+{
+	return b->ops.len + b->n * b->prefix.len;
 }
 
 bool
@@ -550,19 +544,45 @@ eos_session_batch_frees(const struct eos_session_batch *b)
 int
 eos_session_batch_room(struct eos_session_batch *b, struct eos_error *err)
 {
-	if (!b->puts || b->freeing)
+	if (eos_session_batch_frees(b))
 		return 0;
-	return eos_space_check(&b->st->space, EOS_SPACE_RECORD, b->ops.len, err);
+	return eos_space_check(&b->st->space, EOS_SPACE_RECORD, batch_bytes(b), err);
 }
 
-int
+void
 eos_session_batch_clear(struct eos_session_batch *b)
 {
-	eos_kv_batch_free(b->b);
-	b->b = NULL;
 	eos_buf_truncate(&b->ops, 0);
+	b->n = 0;
 	b->puts = b->freeing = false;
-	return eos_kv_batch_new(&b->b) < 0 ? -ENOMEM : 0;
+}
+
+/* The store's batch of b's records, their keys under the session's prefix. */
+static int
+build_kv(struct eos_session_batch *b, struct eos_kv_batch *kb)
+{
+	struct eos_reader rd = { .p = b->ops.data, .left = b->ops.len };
+	int r = 0;
+
+	while (r == 0 && rd.left > 0) {
+		const uint8_t *key, *val;
+		size_t klen, vlen;
+		uint8_t op;
+
+		r = eos_reader_u8(&rd, &op);
+		r = r ?: eos_reader_lp(&rd, DELTA_KEY_MAX, &key, &klen);
+		r = r ?: eos_reader_lp(&rd, UINT32_MAX, &val, &vlen);
+		if (r < 0)
+			return r;
+		eos_buf_truncate(&b->key, 0);
+		r = eos_buf_append(&b->key, b->prefix.data, b->prefix.len);
+		r = r ?: eos_buf_append(&b->key, key, klen);
+		if (r == 0 && op == EOS_SESSION_OP_PUT)
+			eos_kv_batch_put(kb, EOS_CF_SESSION, b->key.data, b->key.len, val, vlen);
+		else if (r == 0)
+			eos_kv_batch_delete(kb, EOS_CF_SESSION, b->key.data, b->key.len);
+	}
+	return r;
 }
 
 /*
@@ -573,14 +593,17 @@ eos_session_batch_clear(struct eos_session_batch *b)
 int
 eos_session_batch_write(struct eos_session_batch *b, bool sync, struct eos_error *err)
 {
-	int r = 0;
+	EOS_CLEANUP(eos_kv_batch_freep) struct eos_kv_batch *kb = NULL;
+	int r = eos_session_batch_room(b, err);
 
-	if (b->puts && !b->freeing)
-		r = eos_space_check(&b->st->space, EOS_SPACE_RECORD, eos_kv_batch_bytes(b->b), err);
-	if (r == 0 && (eos_kv_batch_count(b->b) > 0 || sync))
-		r = eos_kv_batch_write(b->st->kv, b->b, sync, err);
-	if (eos_session_batch_clear(b) < 0 && r == 0)
-		r = eos_error_set(err, -ENOMEM, "session batch: out of memory");
+	if (r == 0 && (b->n > 0 || sync)) {
+		r = eos_kv_batch_new(&kb) < 0 ? -ENOMEM : build_kv(b, kb);
+		if (r < 0)
+			eos_error_set(err, r, "session batch: %s", strerror(-r));
+		else
+			r = eos_kv_batch_write(b->st->kv, kb, sync, err);
+	}
+	eos_session_batch_clear(b);
 	return r;
 }
 
@@ -595,7 +618,6 @@ eos_session_batch_free(struct eos_session_batch *b)
 {
 	if (!b)
 		return;
-	eos_kv_batch_free(b->b);
 	eos_buf_release(&b->prefix);
 	eos_buf_release(&b->key);
 	eos_buf_release(&b->ops);

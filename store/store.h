@@ -658,8 +658,8 @@ const void *eos_session_batch_ops(const struct eos_session_batch *b, size_t *ret
 bool eos_session_batch_frees(const struct eos_session_batch *b);
 /* Whether the store has room for b now (-ENOSPC as eos_session_batch_write would refuse it). */
 int eos_session_batch_room(struct eos_session_batch *b, struct eos_error *err);
-/* Empty b without writing it (-ENOMEM: b is unusable). */
-int eos_session_batch_clear(struct eos_session_batch *b);
+/* Empty b without writing it. */
+void eos_session_batch_clear(struct eos_session_batch *b);
 /*
  * Apply; sync=true waits for the write-ahead log to reach the disk. A batch holding puts is
  * refused with -ENOSPC below the hard reserve (doc/store-format.md, "Free space") unless it frees.
