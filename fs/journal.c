@@ -673,59 +673,52 @@ mark_torn(struct eos_view *v)
 	eos_flusher_kick(v);
 }
 
-/* Append rec (its seq assigned here) for n (locked) and queue n for the next checkpoint. */
+/*
+ * Append rec (its seq assigned here) and, for an image, the len bytes at extra, in one write
+ * (O_APPEND); the caller holds the journal's lock shared. A generation that grew past the
+ * rotation size wakes the flusher at every append: a rotation that failed is retried.
+ */
+static int
+append_locked(struct eos_view *v, struct jrec *rec, const void *extra, size_t len)
+{
+	struct eos_journal *j = &v->journal;
+	uint8_t buf[RECORD_BYTES];
+	struct iovec iov[2] = { { buf, sizeof(buf) }, { (void *)extra, len } };
+	size_t want = sizeof(buf) + len;
+	ssize_t got;
+
+	rec->seq = atomic_fetch_add(&j->next_seq, 1);
+	rec_encode(rec, buf);
+	errno = EIO; /* no journal: appends fail */
+	got = j->fd >= 0 && !atomic_load(&j->torn) ? writev(j->fd, iov, extra ? 2 : 1) : -1;
+	if (got == (ssize_t)want) {
+		if (atomic_fetch_add(&j->bytes, want) + want >= ROTATE_BYTES)
+			eos_flusher_kick(v);
+		return 0;
+	}
+	if (got >= 0)
+		mark_torn(v);
+	return got < 0 && errno ? eos_neg_errno() : -EIO;
+}
+
+/* Append rec for n (locked) and queue n for the next checkpoint. */
 static int
 append(struct eos_view *v, struct eos_node *n, struct jrec *rec)
 {
 	struct eos_journal *j = &v->journal;
-	uint8_t buf[RECORD_BYTES];
-	int fp = EOS_FAILPOINT("journal.append");
-	ssize_t got;
+	int r = EOS_FAILPOINT("journal.append");
 
-	if (fp < 0)
-		return fp;
+	if (r < 0)
+		return r;
 	pthread_rwlock_rdlock(&j->lock);
-	rec->seq = atomic_fetch_add(&j->next_seq, 1);
-	rec_encode(rec, buf);
-	errno = EIO; /* no journal: appends fail */
-	got = j->fd >= 0 && !atomic_load(&j->torn) ? write(j->fd, buf, sizeof(buf)) : -1;
-	if (got >= 0 && got != (ssize_t)sizeof(buf))
-		mark_torn(v);
-	if (got == (ssize_t)sizeof(buf)) {
-		uint64_t bytes = atomic_fetch_add(&j->bytes, sizeof(buf)) + sizeof(buf);
-
-		/* every write past the size asks again: a rotation that failed is retried */
-		if (bytes >= ROTATE_BYTES)
-			eos_flusher_kick(v);
+	r = append_locked(v, rec, NULL, 0);
+	if (r == 0) {
 		n->x->jseq = rec->seq;
 		n->x->jcopyup = EOS_JCOPYUP_NONE;
 		eos_flusher_queue(v, n);
 	}
 	pthread_rwlock_unlock(&j->lock);
-	if (got == (ssize_t)sizeof(buf))
-		return 0;
-	return got < 0 && errno ? eos_neg_errno() : -EIO;
-}
-
-/* Append b's image: its header record, then the image, in one write (O_APPEND). */
-static int
-append_image(struct eos_view *v, const void *ops, size_t len)
-{
-	struct eos_journal *j = &v->journal;
-	struct jrec rec = { .type = REC_BATCH, .size = len, .start = eos_hashmap_hash(ops, len) };
-	uint8_t buf[RECORD_BYTES];
-	struct iovec iov[2] = { { buf, sizeof(buf) }, { (void *)ops, len } };
-	ssize_t got;
-
-	rec.seq = atomic_fetch_add(&j->next_seq, 1);
-	rec_encode(&rec, buf);
-	errno = EIO; /* no journal: appends fail */
-	got = j->fd >= 0 ? writev(j->fd, iov, 2) : -1;
-	if (got == (ssize_t)(sizeof(buf) + len))
-		return 0;
-	if (got >= 0)
-		mark_torn(v);
-	return got < 0 && errno ? eos_neg_errno() : -EIO;
+	return r;
 }
 
 int
@@ -745,14 +738,12 @@ eos_journal_batch(struct eos_view *v, struct eos_session_batch *b)
 	r = r ?: eos_journal_reserve(v, room);
 	if (r < 0)
 		return r;
+	struct jrec rec = { .type = REC_BATCH, .size = len, .start = eos_hashmap_hash(ops, len) };
+
 	pthread_rwlock_rdlock(&j->lock);
-	r = atomic_load(&j->torn) ? -EIO : append_image(v, ops, len);
-	if (r == 0) {
+	r = append_locked(v, &rec, ops, len);
+	if (r == 0)
 		eos_pending_add_locked(v, ops, len);
-		if (atomic_fetch_add(&j->bytes, RECORD_BYTES + len) + RECORD_BYTES + len >=
-		    ROTATE_BYTES)
-			eos_flusher_kick(v);
-	}
 	pthread_rwlock_unlock(&j->lock);
 	return r;
 }
