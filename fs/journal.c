@@ -673,6 +673,14 @@ mark_torn(struct eos_view *v)
 	eos_flusher_kick(v);
 }
 
+/* Cut the two parts of an append (record, image) down to keep bytes in all. */
+static void
+shorten(struct iovec iov[2], size_t keep)
+{
+	iov[0].iov_len = EOS_MIN(iov[0].iov_len, keep);
+	iov[1].iov_len = EOS_MIN(iov[1].iov_len, keep - iov[0].iov_len);
+}
+
 /*
  * Append rec (its seq assigned here) and, for an image, the len bytes at extra, in one write
  * (O_APPEND); the caller holds the journal's lock shared. A generation that grew past the
@@ -689,6 +697,9 @@ append_locked(struct eos_view *v, struct jrec *rec, const void *extra, size_t le
 
 	rec->seq = atomic_fetch_add(&j->next_seq, 1);
 	rec_encode(rec, buf);
+	/* tests: what a full disk or a signal can leave */
+	if (EOS_FAILPOINT("journal.short_append") < 0)
+		shorten(iov, want / 2);
 	errno = EIO; /* no journal: appends fail */
 	got = j->fd >= 0 && !atomic_load(&j->torn) ? writev(j->fd, iov, extra ? 2 : 1) : -1;
 	if (got == (ssize_t)want) {

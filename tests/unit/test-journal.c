@@ -689,6 +689,87 @@ START_TEST(test_torn_tail)
 }
 END_TEST
 
+#if EOS_FAILPOINTS_COMPILED
+/* Write text at off of path as the operation, retrying while the view refuses it (EIO). */
+static void
+write_when_taken(struct eos_view *v, const char *path, uint64_t off, const char *text)
+{
+	struct eos_handle *h = open_as(v, path, PID_OP, O_WRONLY);
+	ssize_t r = -EIO;
+
+	for (int i = 0; i < 500 && r == -EIO; i++) {
+		r = eos_fs_write(v, h, text, strlen(text), off);
+		if (r == -EIO)
+			usleep(10000);
+	}
+	ck_rc(r, strlen(text));
+	ck_rc(eos_fs_release(v, h), 0);
+}
+
+/* Create a regular file name in the root, retrying while the view refuses it (EIO). */
+static void
+make_when_taken(struct eos_view *v, const char *name)
+{
+	struct eos_ctx c = tv_ctx_of(PID_SESSION);
+	struct eos_node *n = NULL;
+	int r = -EIO;
+
+	for (int i = 0; i < 500 && r == -EIO; i++) {
+		r = eos_fs_make(v, &c, tv_root(v), name, S_IFREG | 0644, NULL, &n);
+		if (r == -EIO)
+			usleep(10000);
+	}
+	ck_rc(r, 0);
+}
+
+/*
+ * Appends cut short (a full disk, a signal): the write, then the create, fails. What the view
+ * accepts after that must survive a kill: the torn bytes end their generation's replay, so
+ * nothing may be appended behind them (the flusher starts the next generation first).
+ */
+static void
+short_appends(struct eos_view *v)
+{
+	struct eos_ctx c = tv_ctx_of(PID_SESSION);
+	struct eos_handle *h;
+	struct eos_node *n = NULL;
+
+	tv_make(v, "", "t.txt", S_IFREG | 0644, NULL);
+	tv_write_at(v, "t.txt", PID_OP, 0, "before\n");
+	ck_rc(eos_failpoint_arm("journal.short_append", -EIO), 0);
+	h = open_as(v, "t.txt", PID_OP, O_WRONLY);
+	ck_rc(eos_fs_write(v, h, "torn\n", 5, 7), -EIO);
+	ck_rc(eos_fs_release(v, h), 0);
+	ck_rc(eos_failpoint_arm("journal.short_append", 0), 0);
+	write_when_taken(v, "t.txt", 7, "again\n");
+
+	ck_rc(eos_failpoint_arm("journal.short_append", -EIO), 0);
+	ck_rc(eos_fs_make(v, &c, tv_root(v), "lost.txt", S_IFREG | 0644, NULL, &n), -EIO);
+	ck_rc(eos_failpoint_arm("journal.short_append", 0), 0);
+	ck_assert(!has(v, "", "lost.txt"));
+	make_when_taken(v, "after.txt");
+	tv_write_at(v, "after.txt", PID_OP, 0, "after\n");
+}
+
+START_TEST(test_short_append)
+{
+	struct eos_store *st;
+	struct eos_view *v;
+	char buf[64];
+
+	crash_after(short_appends);
+	st = store_open();
+	v = view_open(st);
+	ck_assert_str_eq(tv_read_all(v, "t.txt", buf, sizeof(buf)), "before\nagain\n");
+	ck_assert_str_eq(owner_at(v, "t.txt", 12), OP);
+	ck_assert_str_eq(tv_read_all(v, "after.txt", buf, sizeof(buf)), "after\n");
+	ck_assert(!has(v, "", "lost.txt"));
+	eos_view_close(v);
+	eos_store_close(st);
+}
+END_TEST
+#endif
+
 /* A journal left by an earlier incarnation of the session is deleted, never replayed. */
 START_TEST(test_foreign_journal)
 {
@@ -769,6 +850,9 @@ journal_suite(void)
 	tcase_add_test(tc, test_floor);
 	tcase_add_test(tc, test_seq_after_reopen);
 	tcase_add_test(tc, test_torn_tail);
+#if EOS_FAILPOINTS_COMPILED
+	tcase_add_test(tc, test_short_append);
+#endif
 	tcase_add_test(tc, test_foreign_journal);
 	suite_add_tcase(s, tc);
 	return s;
