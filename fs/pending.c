@@ -23,6 +23,7 @@
 
 #include "common/buf.h"
 #include "common/cleanup.h"
+#include "common/failpoint.h"
 #include "common/log.h"
 
 #include "fs/view-internal.h"
@@ -198,7 +199,7 @@ eos_pending_add_locked(struct eos_view *v, const void *ops, size_t len)
 	bool due;
 
 	pthread_mutex_lock(&p->lock);
-	if (!p->lost && eos_recmap_add(&p->m, ops, len) < 0) {
+	if (!p->lost && (EOS_FAILPOINT("pending.add") < 0 || eos_recmap_add(&p->m, ops, len) < 0)) {
 		/* the journal keeps what the map lost: it is never deleted again */
 		p->lost = true;
 		eos_log_error("session '%s': out of memory: its journal is kept until a remount",

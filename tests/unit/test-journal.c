@@ -751,6 +751,32 @@ short_appends(struct eos_view *v)
 	tv_write_at(v, "after.txt", PID_OP, 0, "after\n");
 }
 
+/*
+ * Records the pending map could not take (out of memory) are only in the journal: a clean close
+ * keeps the journal, and the next mount replays it.
+ */
+START_TEST(test_pending_lost)
+{
+	struct eos_store *st = store_open();
+	struct eos_view *v = view_open(st);
+	char buf[64];
+
+	ck_rc(eos_failpoint_arm("pending.add", -ENOMEM), 0);
+	tv_make(v, "", "a.txt", S_IFREG | 0644, NULL);
+	ck_rc(eos_failpoint_arm("pending.add", 0), 0);
+	tv_write_at(v, "a.txt", PID_OP, 0, "only in the journal\n");
+	tv_make(v, "", "b.txt", S_IFREG | 0644, NULL);
+	eos_view_close(v);
+	ck_assert_uint_ge(journal_files(), 1);
+	v = view_open(st);
+	ck_assert_str_eq(tv_read_all(v, "a.txt", buf, sizeof(buf)), "only in the journal\n");
+	ck_assert(has(v, "", "b.txt"));
+	eos_view_close(v);
+	ck_assert_uint_eq(journal_files(), 0); /* replayed and written: nothing is kept now */
+	eos_store_close(st);
+}
+END_TEST
+
 START_TEST(test_short_append)
 {
 	struct eos_store *st;
@@ -852,6 +878,7 @@ journal_suite(void)
 	tcase_add_test(tc, test_torn_tail);
 #if EOS_FAILPOINTS_COMPILED
 	tcase_add_test(tc, test_short_append);
+	tcase_add_test(tc, test_pending_lost);
 #endif
 	tcase_add_test(tc, test_foreign_journal);
 	suite_add_tcase(s, tc);
