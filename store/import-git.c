@@ -26,7 +26,6 @@
 #include "store/import.h"
 
 enum {
-	INDEX_MAX = 1 << 30, /* larger indexes are staged as they are */
 	NS = 1000000000,
 };
 
@@ -199,7 +198,7 @@ eos_import_git_index(struct eos_changeset *cs, int root_fd, const char *path, de
 	if (r < 0)
 		return r;
 	*bytes = (uint64_t)sb.st_size;
-	if (keep || sb.st_size > INDEX_MAX) {
+	if (keep || sb.st_size > EOS_IMPORT_INDEX_MAX) {
 		struct eos_attr attr = eos_import_attr_from_stat(&sb);
 
 		r = eos_changeset_put_file_fd(cs, path, &attr, fd, err);

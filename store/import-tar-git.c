@@ -6,7 +6,7 @@
  * is told from the content, which is stricter: the entry's object id must be the git blob id of
  * the archive's bytes (or symlink target), and its executable bit the archive's.
  *
- * Pass 1 keeps the bytes of each .git/index up to EOS_IMPORT_MEM_MAX (eos_tar_git_read). Once
+ * Pass 1 keeps the bytes of each .git/index up to EOS_IMPORT_INDEX_MAX (eos_tar_git_read). Once
  * the tree is final, the files the indexes track are marked (eos_tar_git_plan); pass 2 hashes
  * those as git does while their bytes are in hand (eos_tar_git_hash); after the data, each index
  * is staged with the matching entries' stat data rewritten to what a view shows
@@ -54,7 +54,7 @@ eos_tar_git_read(struct tar_scan *s, struct tar_node *node, struct eos_error *er
 	uint8_t *buf;
 	int r;
 
-	if (node->size > EOS_IMPORT_MEM_MAX)
+	if (node->size > EOS_IMPORT_INDEX_MAX)
 		return 0; /* imported as it is */
 	buf = malloc(node->size ? node->size : 1);
 	if (!buf)

@@ -31,9 +31,10 @@
 #include "store/store.h"
 
 enum {
-	EOS_IMPORT_LIST_MAX = 20,      /* problem paths named in one error message */
-	EOS_IMPORT_MEM_MAX = 32 << 20, /* archive members up to this size are read into memory */
-	EOS_IMPORT_BUDGET = 128 << 20, /* bytes of queued in-memory file data */
+	EOS_IMPORT_LIST_MAX = 20,	/* problem paths named in one error message */
+	EOS_IMPORT_MEM_MAX = 32 << 20,	/* archive members up to this size are read into memory */
+	EOS_IMPORT_INDEX_MAX = 1 << 30, /* git indexes up to this size are refreshed (in memory) */
+	EOS_IMPORT_BUDGET = 128 << 20,	/* bytes of queued in-memory file data */
 	EOS_IMPORT_THREADS_MAX = 64,
 	EOS_IMPORT_PROGRESS_NS = 100000000, /* progress callback interval */
 };

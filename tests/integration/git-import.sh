@@ -186,6 +186,20 @@ test_kept() {
 		index_kept damaged "$T/damaged/.git/index"
 }
 
+# Pad the SHA-1 index $1 with an optional extension ("Zpad", which git skips) of $2 bytes,
+# resealing its checksum.
+pad_index() {
+	python3 - "$1" "$2" <<'PY'
+import hashlib, struct, sys
+path, size = sys.argv[1], int(sys.argv[2])
+with open(path, 'rb') as f:
+    body = f.read()[:-20]
+body += b'Zpad' + struct.pack('>I', size) + bytes(size)
+with open(path, 'wb') as f:
+    f.write(body + hashlib.sha1(body).digest())
+PY
+}
+
 # An archive keeps no inode numbers or ctimes: an entry is refreshed when its object id is the
 # git blob id of the archive's content (or symlink target) and its executable bit the archive's.
 test_tar() {
@@ -212,6 +226,21 @@ test_tar() {
 	check "tar.zst, sha256: the four clean entries are refreshed" \
 		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 4
 	check_view_status zst s1 "" "$T/zst.status"
+
+	# an index larger than an archive member read into memory (32 MiB): padded by an optional
+	# extension, which git skips
+	make_repo "$T/bigidx" || bail_out "git init failed"
+	pad_index "$T/bigidx/.git/index" $((33 << 20)) || bail_out "padding the index failed"
+	git -C "$T/bigidx" status --porcelain >"$T/bigidx.status-padded"
+	check "tar: git reads the padded index as it read the index" \
+		cmp -s "$T/bigidx.status" "$T/bigidx.status-padded"
+	(cd "$T/bigidx" && tar -cf "$T/bigidx.tar" .) || bail_out "tar failed"
+	check "tar: the padded index is still larger than 33 MiB" \
+		test "$(stat -c %s "$T/bigidx/.git/index")" -gt $((33 << 20))
+	doc=$(import_json bigidx "$T/bigidx.tar") || bail_out "import of bigidx.tar failed"
+	check "tar: the four clean entries of a 33 MiB index are refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 4
+	check_view_status bigidx s1 "" "$T/bigidx.status"
 
 	# a file whose bytes differ from what git hashed keeps the archive's data even when its
 	# size and time are the index's; and a file hard-linked in the archive shows its group's
