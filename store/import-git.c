@@ -159,20 +159,21 @@ fresh(void *ctx, const struct eos_gitidx_entry *e, struct eos_gitidx_stat *view)
 	return eos_import_git_view(full, attr, size, e->stat.mode, view);
 }
 
-/* The index bytes refreshed for the views, staged at path; *refreshed: entries rewritten. */
+/*
+ * The index bytes refreshed for the views, staged at path; top: its work tree; *refreshed:
+ * entries rewritten.
+ */
 static int
-stage_refreshed(struct eos_changeset *cs, int root_fd, const char *path, int fd,
+stage_refreshed(struct eos_changeset *cs, int root_fd, const char *path, const char *top, int fd,
 		const struct stat *sb, size_t *refreshed, struct eos_error *err)
 {
-	struct fresh_ctx c = { .cs = cs, .root_fd = root_fd };
+	struct fresh_ctx c = { .cs = cs, .root_fd = root_fd, .top = top };
 	struct eos_attr attr = eos_import_attr_from_stat(sb);
 	cleanup_free uint8_t *buf = malloc(sb->st_size ? (size_t)sb->st_size : 1);
-	cleanup_free char *top = eos_import_git_work_tree(path);
 	int r;
 
-	if (!buf || !top)
+	if (!buf)
 		return eos_import_no_memory(err);
-	c.top = top;
 	r = eos_pread_all(fd, buf, (size_t)sb->st_size);
 	if (r == -ENODATA)
 		return eos_error_set(err, -EAGAIN, "'%s' changed during the import", path);
@@ -185,10 +186,21 @@ stage_refreshed(struct eos_changeset *cs, int root_fd, const char *path, int fd,
 	return eos_changeset_put_file_mem(cs, path, &attr, buf, (size_t)sb->st_size, err);
 }
 
+/* The work tree of the index at path into *ret (NULL: a submodule's that names none). */
+static int
+work_tree(int root_fd, const char *path, char **ret)
+{
+	if (!eos_import_is_git_index(path))
+		return eos_import_module_work_tree(root_fd, path, ret);
+	*ret = eos_import_git_work_tree(path);
+	return *ret ? 0 : -ENOMEM;
+}
+
 int
 eos_import_git_index(struct eos_changeset *cs, int root_fd, const char *path, dev_t dev, ino_t ino,
 		     bool keep, uint64_t *bytes, size_t *refreshed, struct eos_error *err)
 {
+	cleanup_free char *top = NULL;
 	cleanup_close int fd = -1;
 	struct stat sb;
 	int r;
@@ -198,12 +210,14 @@ eos_import_git_index(struct eos_changeset *cs, int root_fd, const char *path, de
 	if (r < 0)
 		return r;
 	*bytes = (uint64_t)sb.st_size;
-	if (keep || sb.st_size > EOS_IMPORT_INDEX_MAX) {
+	if (!keep && sb.st_size <= EOS_IMPORT_INDEX_MAX && work_tree(root_fd, path, &top) < 0)
+		return eos_import_no_memory(err);
+	if (top) {
+		r = stage_refreshed(cs, root_fd, path, top, fd, &sb, refreshed, err);
+	} else {
 		struct eos_attr attr = eos_import_attr_from_stat(&sb);
 
 		r = eos_changeset_put_file_fd(cs, path, &attr, fd, err);
-	} else {
-		r = stage_refreshed(cs, root_fd, path, fd, &sb, refreshed, err);
 	}
 	return r ?: eos_import_copy_xattrs(cs, path, fd, err);
 }

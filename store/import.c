@@ -236,7 +236,7 @@ struct walk_file {
 	dev_t dev;
 	ino_t ino;
 	bool multi;	/* st_nlink > 1: may have further names */
-	bool git_index; /* a work tree's .git/index: staged after the others (import-git.c) */
+	bool git_index; /* a work tree's or submodule's index: staged after the others */
 	size_t link_to; /* index of the first name of this inode, or SIZE_MAX */
 };
 
@@ -370,7 +370,8 @@ walk_file(struct walk *w, int dfd, const char *name, char **path, const struct s
 		.multi = sb->st_nlink > 1,
 		.link_to = SIZE_MAX,
 	};
-	f->git_index = !f->multi && eos_import_is_git_index(f->path);
+	f->git_index = !f->multi &&
+		       (eos_import_is_git_index(f->path) || eos_import_is_module_index(f->path));
 	return 0;
 }
 

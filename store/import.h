@@ -171,6 +171,14 @@ int eos_import_copy_xattrs(struct eos_changeset *cs, const char *path, int fd,
 bool eos_import_is_git_index(const char *path);
 /* The work tree of such an index ("a/b" for "a/b/.git/index", "" at the root); NULL: ENOMEM. */
 char *eos_import_git_work_tree(const char *index);
+/* Whether path may be a submodule's index: ".../.git/modules/<name>/index" (import-git-module.c).
+ */
+bool eos_import_is_module_index(const char *path);
+/*
+ * The work tree of the submodule index at path, as its git directory's config names it
+ * (core.worktree), into *ret; NULL when the config names none inside the import. 0 or -ENOMEM.
+ */
+int eos_import_module_work_tree(int root_fd, const char *index, char **ret);
 /*
  * Stage the git index at path (the regular file dev/ino the walk saw), after every file it
  * names: its entries' stat data refreshed for the session views unless keep, or when it is not

@@ -6,6 +6,7 @@
 # (git then leaves .git/index alone, so the session changes no index), for index versions 2, 3
 # and 4, a SHA-256 repository and a work tree below the import's root. An entry whose file
 # changed after git last hashed it keeps the host's stat data, so git still finds the change.
+# A submodule's index (in .git/modules) is refreshed against the work tree its config names.
 # Indexes this importer does not rewrite (a split index, a damaged one, any with
 # --keep-git-index) are imported byte for byte. A tar import refreshes the entries whose
 # object id is the archive's content.
@@ -154,6 +155,46 @@ test_nested() {
 	check_view_status nested s1 sub/repo "$T/outer/sub/repo.status"
 }
 
+# A superproject with a submodule (its git directory in .git/modules/sub): the submodule's own
+# index is refreshed too, so git status in the view, which also looks into the submodule,
+# re-hashes nothing there either; a submodule whose config names no work tree keeps its index.
+test_submodule() {
+	local doc mnt=$T/mnt-super changes
+	make_repo "$T/subsrc" || bail_out "git init failed"
+	git init -q "$T/super" || bail_out "git init failed"
+	printf 'top\n' >"$T/super/README"
+	git -C "$T/super" add README || bail_out "git add failed"
+	git -C "$T/super" -c protocol.file.allow=always submodule -q add "$T/subsrc" sub ||
+		bail_out "git submodule add failed"
+	git -C "$T/super" commit -qm super || bail_out "git commit failed"
+	find "$T/super" -path "$T/super/.git" -prune -o -exec touch -h -d '2020-01-01 00:00:00' {} +
+	git -C "$T/super/sub" status --porcelain >"$T/sub.status"
+	git -C "$T/super" status --porcelain >"$T/super.status"
+	check "submodule: git keeps the submodule's index in the superproject's git directory" \
+		test -f "$T/super/.git/modules/sub/index"
+	doc=$(import_json super "$T/super") || bail_out "import of super failed"
+	# README and .gitmodules in the superproject, the five files of the submodule's clone
+	check "submodule: the entries of both indexes are refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 7
+	fs_mount "$mnt" "$S" super s1 || bail_out "super: mount failed"
+	git -C "$mnt/sub" status --porcelain >"$T/sub.view-status"
+	git -C "$mnt" status --porcelain >"$T/super.view-status"
+	fs_umount "$mnt" || bail_out "unmounting $mnt failed"
+	check "submodule: git status in the submodule shows what it shows on the host" \
+		cmp -s "$T/sub.status" "$T/sub.view-status"
+	check "submodule: git status in the superproject shows what it shows on the host" \
+		cmp -s "$T/super.status" "$T/super.view-status"
+	changes=$(delta_paths super s1) || bail_out "eos-store delta of super/s1 failed"
+	check "submodule: git re-hashed nothing in the submodule, so it left its index alone" \
+		not has_path "$changes" .git/modules/sub/index
+	check "submodule: nor the superproject's index" not has_path "$changes" .git/index
+
+	git -C "$T/super" config -f .git/modules/sub/config --unset core.worktree
+	doc=$(import_json super-nowt "$T/super") || bail_out "import of super-nowt failed"
+	check "submodule: without core.worktree its index is imported byte for byte" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 2
+}
+
 # The index bytes of sandbox $1 equal the file $2.
 # shellcheck disable=SC2317 # called through check
 index_kept() {
@@ -231,7 +272,7 @@ test_tar() {
 	# extension, which git skips
 	make_repo "$T/bigidx" || bail_out "git init failed"
 	pad_index "$T/bigidx/.git/index" $((33 << 20)) || bail_out "padding the index failed"
-	git -C "$T/bigidx" status --porcelain >"$T/bigidx.status-padded"
+	git -C "$T/bigidx" status --porcelain >"$T/bigidx.status-padded" 2>/dev/null # "ignoring Zpad"
 	check "tar: git reads the padded index as it read the index" \
 		cmp -s "$T/bigidx.status" "$T/bigidx.status-padded"
 	(cd "$T/bigidx" && tar -cf "$T/bigidx.tar" .) || bail_out "tar failed"
@@ -271,6 +312,7 @@ test_plain
 test_stale
 test_versions
 test_nested
+test_submodule
 test_kept
 test_tar
 rerun_as_test_user "${BASH_SOURCE[0]}"

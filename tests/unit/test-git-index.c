@@ -4,18 +4,25 @@
  * (the import test, tests/integration/git-import.sh, runs real git on real ones). Entries git
  * does not lstat keep their bytes, version 4 paths are decoded, and a malformed index — also
  * thousands of randomly damaged ones with a correct checksum — is refused with nothing changed.
+ * A submodule's index finds its work tree in its git directory's config (import-git-module.c).
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/cleanup.h"
 #include "common/digest.h"
 #include "common/endian.h"
+#include "common/path.h"
 
 #include "store/git-index.h"
+#include "store/import.h"
 #include "tests/unit/testutil.h"
 
 struct test_entry {
@@ -288,6 +295,71 @@ START_TEST(test_random_damage)
 }
 END_TEST
 
+/* --- submodules' work trees --------------------------------------------------------------------
+ */
+
+/* The work tree the config text names for the index ".git/modules/<module>/index" ("-": none). */
+static void
+check_work_tree(const char *module, const char *config, const char *want)
+{
+	cleanup_free char *root = eos_test_tmpdir("git-module"), *dir = NULL, *path = NULL;
+	cleanup_free char *index = NULL, *got = NULL;
+	int fd;
+
+	ck_assert_int_ge(asprintf(&dir, "%s/.git/modules/%s", root, module), 0);
+	ck_assert_int_eq(eos_mkdir_parents(dir, 0755, true), 0);
+	if (config) {
+		ck_assert_int_ge(asprintf(&path, "%s/config", dir), 0);
+		eos_test_write_file(path, config, strlen(config), 0644);
+	}
+	ck_assert_int_ge(asprintf(&index, ".git/modules/%s/index", module), 0);
+	ck_assert(eos_import_is_module_index(index));
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(eos_import_module_work_tree(fd, index, &got), 0);
+	close(fd);
+	ck_assert_msg(strcmp(got ? got : "-", want) == 0,
+		      "module '%s', config '%s': '%s', want '%s'", module,
+		      config ? config : "(none)", got ? got : "-", want);
+	eos_test_rm_rf(root);
+}
+
+START_TEST(test_module_work_tree)
+{
+	/* what git writes, a nested module, a name with a slash */
+	check_work_tree("sub", "[core]\n\tworktree = ../../../sub\n", "sub");
+	check_work_tree("a/modules/b", "[core]\n\tworktree = ../../../../../a/b\n", "a/b");
+	check_work_tree("libs/x", "[core]\n\tworktree = ../../../../libs/x\n", "libs/x");
+	/* case, quotes, CRLF, blanks, comments; the last value wins, other sections don't count */
+	check_work_tree("s", "[Core]\r\n  WorkTree=\"../../../w\"  \r\n", "w");
+	check_work_tree("s", "# c\n[core]\nworktree = ../../../x\n; c\nworktree = ../../../y\n",
+			"y");
+	check_work_tree("s", "[remote \"o\"]\n\tworktree = ../../../x\n", "-");
+	check_work_tree("s", "[core \"sub\"]\n\tworktree = ../../../x\n", "-");
+	/* none, outside the import, absolute, escaped or commented: the index stays as it is */
+	check_work_tree("s", NULL, "-");
+	check_work_tree("s", "[core]\n\tbare = false\n", "-");
+	check_work_tree("s", "[core]\n\tworktree = ../../../../outside\n", "-");
+	check_work_tree("s", "[core]\n\tworktree = /home/u/repo/s\n", "-");
+	check_work_tree("s", "[core]\n\tworktree = ../../../a\\\"b\n", "-");
+	check_work_tree("s", "[core]\n\tworktree = ../../../s # here\n", "-");
+	/* the import's root itself */
+	check_work_tree("s", "[core]\n\tworktree = ../../..\n", "");
+}
+END_TEST
+
+START_TEST(test_module_index_paths)
+{
+	ck_assert(eos_import_is_module_index(".git/modules/s/index"));
+	ck_assert(eos_import_is_module_index("top/.git/modules/a/b/index"));
+	ck_assert(!eos_import_is_module_index(".git/index"));
+	ck_assert(!eos_import_is_module_index(".git/modules/index"));
+	ck_assert(!eos_import_is_module_index("x.git/modules/s/index"));
+	ck_assert(!eos_import_is_module_index(".git/modules/s/index.lock"));
+	ck_assert(!eos_import_is_module_index("src/modules/s/index"));
+}
+END_TEST
+
 static Suite *
 git_index_suite(void)
 {
@@ -298,6 +370,10 @@ git_index_suite(void)
 	tcase_add_test(tc, test_refused_entries_stay);
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_random_damage);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("modules");
+	tcase_add_test(tc, test_module_work_tree);
+	tcase_add_test(tc, test_module_index_paths);
 	suite_add_tcase(s, tc);
 	return s;
 }
