@@ -21,7 +21,12 @@
 #include "fs/ops-internal.h"
 
 enum {
-	WORKERS = 16, /* threads of eos_view_mount_serve() per mount */
+	/*
+	 * Threads of eos_view_mount_serve() per mount. One alone made storms 1.8x slower on a
+	 * 2-CPU VM (each request woke it on the other, halted CPU); 4 to 64 measured the same
+	 * (bench/README.md, "2026-12-07, late").
+	 */
+	WORKERS = 16,
 	/*
 	 * A receive buffer holds the largest request: libfuse 3.14 reads up to
 	 * FUSE_MAX_MAX_PAGES (256) pages plus a 4 KiB header, whatever the kernel negotiated.
