@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Submodules' git indexes in a directory import (doc/fs.md, "Imported git indexes"). A submodule
+ * Submodules' git indexes in an import (doc/fs.md, "Imported git indexes"). A submodule
  * keeps its git directory in the superproject's, ".git/modules/<name>" (names may hold slashes,
  * and submodules nest: ".git/modules/a/modules/b"); its work tree is the directory that the
  * module's config names in core.worktree, relative to that git directory ("../../../sub"). An
@@ -21,23 +21,32 @@
 
 #include "store/import.h"
 
-enum {
-	CONFIG_MAX = 1 << 20, /* a larger module config is not read */
-};
+static const char MODULES[] = ".git/modules/", INDEX[] = "/index", CONFIG[] = "/config";
 
-static const char MODULES[] = ".git/modules/", INDEX[] = "/index";
-
-bool
-eos_import_is_module_index(const char *path)
+/* Whether path is the file tail ("/index") of a submodule's git directory. */
+static bool
+module_file(const char *path, const char *tail)
 {
-	size_t n = strlen(path), min = sizeof(MODULES) - 1 + sizeof(INDEX) - 1;
+	size_t n = strlen(path), t = strlen(tail), min = sizeof(MODULES) - 1 + t;
 
-	if (n <= min || strcmp(path + n - (sizeof(INDEX) - 1), INDEX) != 0)
+	if (n <= min || strcmp(path + n - t, tail) != 0)
 		return false;
 	for (const char *m = strstr(path, MODULES); m; m = strstr(m + 1, MODULES))
 		if ((m == path || m[-1] == '/') && (size_t)(path + n - m) > min)
 			return true;
 	return false;
+}
+
+bool
+eos_import_is_module_index(const char *path)
+{
+	return module_file(path, INDEX);
+}
+
+bool
+eos_import_is_module_config(const char *path)
+{
+	return module_file(path, CONFIG);
 }
 
 /* s[0..n) without the blanks around it. */
@@ -174,7 +183,8 @@ read_config(int root_fd, const char *dir, char **ret, size_t *len)
 	if (asprintf(&path, "%s/config", dir) < 0)
 		return -ENOMEM;
 	fd = openat(root_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size > CONFIG_MAX)
+	if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+	    sb.st_size > EOS_IMPORT_CONFIG_MAX)
 		return 0; /* no config (or not one this reads): the index is staged as it is */
 	*len = (size_t)sb.st_size;
 	*ret = malloc(*len + 1);
@@ -190,10 +200,24 @@ read_config(int root_fd, const char *dir, char **ret, size_t *len)
 }
 
 int
+eos_import_module_work_tree_of(const char *index, const char *config, size_t len, char **ret)
+{
+	cleanup_free char *dir = strndup(index, strlen(index) - (sizeof(INDEX) - 1));
+	cleanup_free char *worktree = NULL;
+	int r;
+
+	*ret = NULL;
+	if (!dir)
+		return -ENOMEM;
+	r = config_worktree(config, len, &worktree);
+	return r < 0 || !worktree ? r : resolve(dir, worktree, ret);
+}
+
+int
 eos_import_module_work_tree(int root_fd, const char *index, char **ret)
 {
 	cleanup_free char *dir = strndup(index, strlen(index) - (sizeof(INDEX) - 1));
-	cleanup_free char *text = NULL, *worktree = NULL;
+	cleanup_free char *text = NULL;
 	size_t len = 0;
 	int r;
 
@@ -201,6 +225,5 @@ eos_import_module_work_tree(int root_fd, const char *index, char **ret)
 	if (!dir)
 		return -ENOMEM;
 	r = read_config(root_fd, dir, &text, &len);
-	r = r ?: text ? config_worktree(text, len, &worktree) : 0;
-	return r < 0 || !worktree ? r : resolve(dir, worktree, ret);
+	return r < 0 || !text ? r : eos_import_module_work_tree_of(index, text, len, ret);
 }

@@ -6,15 +6,17 @@
  * is told from the content, which is stricter: the entry's object id must be the git blob id of
  * the archive's bytes (or symlink target), and its executable bit the archive's.
  *
- * Pass 1 keeps the bytes of each .git/index up to EOS_IMPORT_INDEX_MAX (eos_tar_git_read). Once
- * the tree is final, the files the indexes track are marked (eos_tar_git_plan); pass 2 hashes
- * those as git does while their bytes are in hand (eos_tar_git_hash); after the data, each index
- * is staged with the matching entries' stat data rewritten to what a view shows
- * (eos_tar_git_stage). A file with other names (a hard-link group) shows the group's inode
- * number, so its entry keeps the archive's data, as does every entry of an index the parser
- * does not read; such an index is staged byte for byte.
+ * Pass 1 keeps the bytes of each .git/index up to EOS_IMPORT_INDEX_MAX, and of each submodule's
+ * index and config (.git/modules/<name>/, eos_tar_git_read). Once the tree is final, a
+ * submodule's index finds its work tree in its config, and the files the indexes track are
+ * marked (eos_tar_git_plan); pass 2 hashes those as git does while their bytes are in hand
+ * (eos_tar_git_hash); after the data, each index is staged with the matching entries' stat data
+ * rewritten to what a view shows (eos_tar_git_stage). A file with other names (a hard-link
+ * group) shows the group's inode number, so its entry keeps the archive's data, as does every
+ * entry of an index the parser does not read; such an index is staged byte for byte.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -43,20 +45,33 @@ eos_tar_git_release(struct tar_node *node)
 {
 	free(node->oid);
 	free(node->index);
+	free(node->git_top);
+	free(node->config);
 	node->oid = NULL;
 	node->index = NULL;
+	node->git_top = NULL;
+	node->config = NULL;
 	node->oid_len = 0;
+}
+
+bool
+eos_tar_git_wanted(const char *path)
+{
+	return eos_import_is_git_index(path) || eos_import_is_module_index(path) ||
+	       eos_import_is_module_config(path);
 }
 
 int
 eos_tar_git_read(struct tar_scan *s, struct tar_node *node, struct eos_error *err)
 {
+	bool config =
+		!eos_import_is_git_index(node->path) && eos_import_is_module_config(node->path);
 	uint8_t *buf;
 	int r;
 
-	if (node->size > EOS_IMPORT_INDEX_MAX)
+	if (node->size > (config ? EOS_IMPORT_CONFIG_MAX : EOS_IMPORT_INDEX_MAX))
 		return 0; /* imported as it is */
-	buf = malloc(node->size ? node->size : 1);
+	buf = malloc(node->size + 1);
 	if (!buf)
 		return eos_import_no_memory(err);
 	r = eos_tar_read_mem(s->rd, node->path, node->size, buf, err);
@@ -64,8 +79,33 @@ eos_tar_git_read(struct tar_scan *s, struct tar_node *node, struct eos_error *er
 		free(buf);
 		return r;
 	}
-	node->index = buf;
+	if (config)
+		node->config = (char *)buf;
+	else
+		node->index = buf;
 	return 0;
+}
+
+/*
+ * The work tree of a submodule's index node, from the config beside it in the archive, into
+ * node->git_top; false when there is none (the index is then staged as any other file).
+ */
+static bool
+module_top(struct tar_scan *s, struct tar_node *node, int *r)
+{
+	size_t dir = strlen(node->path) - strlen("index"), idx;
+	cleanup_free char *path = NULL;
+
+	if (asprintf(&path, "%.*sconfig", (int)dir, node->path) < 0) {
+		*r = -ENOMEM;
+		return false;
+	}
+	idx = eos_tar_find(s, path, strlen(path));
+	if (idx == SIZE_MAX || !s->nodes[idx].config)
+		return false;
+	*r = eos_import_module_work_tree_of(node->path, s->nodes[idx].config,
+					    (size_t)s->nodes[idx].size, &node->git_top);
+	return *r == 0 && node->git_top;
 }
 
 /* The node the entry names below the work tree (*full: its path in the import), or NULL. */
@@ -99,7 +139,8 @@ static int
 each_entry(struct tar_scan *s, const struct tar_node *node, eos_gitidx_fresh_fn fn,
 	   size_t *refreshed, struct eos_error *err)
 {
-	cleanup_free char *top = eos_import_git_work_tree(node->path);
+	cleanup_free char *top =
+		node->git_top ? strdup(node->git_top) : eos_import_git_work_tree(node->path);
 	struct work_tree w = { .s = s, .top = top };
 	int r;
 
@@ -122,9 +163,14 @@ eos_tar_git_plan(struct tar_scan *s, struct eos_error *err)
 
 		if (!node->index)
 			continue;
-		if (node->link_to != SIZE_MAX || node->linked) {
-			/* one content of several names: pass 2 stages it as any other */
+		r = 0;
+		if (node->link_to != SIZE_MAX || node->linked ||
+		    (!eos_import_is_git_index(node->path) && !module_top(s, node, &r))) {
+			/* one content of several names, or a submodule's index whose work tree is
+			 * not known: pass 2 stages it as any other */
 			eos_tar_git_release(node);
+			if (r < 0)
+				return eos_import_no_memory(err);
 			continue;
 		}
 		if ((r = each_entry(s, node, mark, &none, err)) < 0)

@@ -275,7 +275,7 @@ scan_typed(struct tar_scan *s, const struct eos_archive_entry *e, const char *na
 			return eos_import_no_memory(err);
 		s->nodes[idx].content = s->nentries;
 		s->nodes[idx].size = (uint64_t)e->size;
-		if (s->git_indexes && eos_import_is_git_index(path))
+		if (s->git_indexes && eos_tar_git_wanted(path))
 			return eos_tar_git_read(s, &s->nodes[idx], err);
 		return 0;
 	case EOS_ARCHIVE_SYMLINK:

@@ -35,7 +35,9 @@ struct tar_node {
 	bool linked;	    /* TAR_FILE: another node is staged as a link to this one */
 	uint8_t oid_len;    /* TAR_FILE: a git index tracks it; the length of its object ids */
 	uint8_t *oid;	    /* TAR_FILE: the git object id of its content (pass 2) */
-	uint8_t *index;	    /* TAR_FILE: a work tree's git index, its bytes read in pass 1 */
+	uint8_t *index;	    /* TAR_FILE: a work tree's or submodule's git index, read in pass 1 */
+	char *git_top;	    /* TAR_FILE, a submodule's index: its work tree (eos_tar_git_plan) */
+	char *config;	    /* TAR_FILE: a submodule's git config, read in pass 1 */
 };
 
 struct tar_scan {
@@ -63,11 +65,14 @@ int eos_tar_read_mem(struct eos_archive_reader *rd, const char *path, uint64_t s
 		     struct eos_error *err);
 
 /*
- * import-tar-git.c. Pass 1 keeps the bytes of every work tree's .git/index (eos_tar_git_read);
- * once the tree is final, eos_tar_git_plan marks the files the indexes track; pass 2 hashes them
- * as git does (eos_tar_git_hash), and after the data eos_tar_git_stage stages each index with
- * the stat data of every entry whose content is the archive's rewritten to what a view shows.
+ * import-tar-git.c. Pass 1 keeps the bytes of every git index and submodule config
+ * (eos_tar_git_read); once the tree is final, eos_tar_git_plan marks the files the indexes track;
+ * pass 2 hashes them as git does (eos_tar_git_hash), and after the data eos_tar_git_stage stages
+ * each index with the stat data of every entry whose content is the archive's rewritten to what a
+ * view shows.
  */
+/* Whether pass 1 keeps the bytes of the archive's file at path. */
+bool eos_tar_git_wanted(const char *path);
 int eos_tar_git_read(struct tar_scan *s, struct tar_node *node, struct eos_error *err);
 int eos_tar_git_plan(struct tar_scan *s, struct eos_error *err);
 int eos_tar_git_hash(struct tar_node *node, const struct eos_import_job *job,

@@ -31,10 +31,11 @@
 #include "store/store.h"
 
 enum {
-	EOS_IMPORT_LIST_MAX = 20,	/* problem paths named in one error message */
-	EOS_IMPORT_MEM_MAX = 32 << 20,	/* archive members up to this size are read into memory */
-	EOS_IMPORT_INDEX_MAX = 1 << 30, /* git indexes up to this size are refreshed (in memory) */
-	EOS_IMPORT_BUDGET = 128 << 20,	/* bytes of queued in-memory file data */
+	EOS_IMPORT_LIST_MAX = 20,	 /* problem paths named in one error message */
+	EOS_IMPORT_MEM_MAX = 32 << 20,	 /* archive members up to this size are read into memory */
+	EOS_IMPORT_INDEX_MAX = 1 << 30,	 /* git indexes up to this size are refreshed (in memory) */
+	EOS_IMPORT_CONFIG_MAX = 1 << 20, /* submodules' git configs up to this size are read */
+	EOS_IMPORT_BUDGET = 128 << 20,	 /* bytes of queued in-memory file data */
 	EOS_IMPORT_THREADS_MAX = 64,
 	EOS_IMPORT_PROGRESS_NS = 100000000, /* progress callback interval */
 };
@@ -171,14 +172,19 @@ int eos_import_copy_xattrs(struct eos_changeset *cs, const char *path, int fd,
 bool eos_import_is_git_index(const char *path);
 /* The work tree of such an index ("a/b" for "a/b/.git/index", "" at the root); NULL: ENOMEM. */
 char *eos_import_git_work_tree(const char *index);
-/* Whether path may be a submodule's index: ".../.git/modules/<name>/index" (import-git-module.c).
+/*
+ * Whether path may be a submodule's index, ".../.git/modules/<name>/index", or the config beside
+ * it (import-git-module.c).
  */
 bool eos_import_is_module_index(const char *path);
+bool eos_import_is_module_config(const char *path);
 /*
  * The work tree of the submodule index at path, as its git directory's config names it
  * (core.worktree), into *ret; NULL when the config names none inside the import. 0 or -ENOMEM.
  */
 int eos_import_module_work_tree(int root_fd, const char *index, char **ret);
+/* The same from the config's len bytes (an archive's member). */
+int eos_import_module_work_tree_of(const char *index, const char *config, size_t len, char **ret);
 /*
  * Stage the git index at path (the regular file dev/ino the walk saw), after every file it
  * names: its entries' stat data refreshed for the session views unless keep, or when it is not

@@ -6,7 +6,8 @@
 # (git then leaves .git/index alone, so the session changes no index), for index versions 2, 3
 # and 4, a SHA-256 repository and a work tree below the import's root. An entry whose file
 # changed after git last hashed it keeps the host's stat data, so git still finds the change.
-# A submodule's index (in .git/modules) is refreshed against the work tree its config names.
+# A submodule's index (in .git/modules) is refreshed against the work tree its config names,
+# from a directory and from an archive.
 # Indexes this importer does not rewrite (a split index, a damaged one, any with
 # --keep-git-index) are imported byte for byte. A tar import refreshes the entries whose
 # object id is the archive's content.
@@ -157,7 +158,8 @@ test_nested() {
 
 # A superproject with a submodule (its git directory in .git/modules/sub): the submodule's own
 # index is refreshed too, so git status in the view, which also looks into the submodule,
-# re-hashes nothing there either; a submodule whose config names no work tree keeps its index.
+# re-hashes nothing there either, from a directory and from an archive; a submodule whose config
+# names no work tree keeps its index.
 test_submodule() {
 	local doc mnt=$T/mnt-super changes
 	make_repo "$T/subsrc" || bail_out "git init failed"
@@ -189,16 +191,37 @@ test_submodule() {
 		not has_path "$changes" .git/modules/sub/index
 	check "submodule: nor the superproject's index" not has_path "$changes" .git/index
 
+	# the same from an archive, its submodule's config after its index
+	(cd "$T/super" && tar -cf "$T/super.tar" --exclude=./.git/modules/sub/config . \
+		.git/modules/sub/config) || bail_out "tar failed"
+	doc=$(import_json super-tar "$T/super.tar") || bail_out "import of super.tar failed"
+	check "submodule, tar: the entries of both indexes are refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 7
+	fs_mount "$mnt" "$S" super-tar s1 || bail_out "super-tar: mount failed"
+	git -C "$mnt" status --porcelain >"$T/super-tar.view-status"
+	fs_umount "$mnt" || bail_out "unmounting $mnt failed"
+	check "submodule, tar: git status in the superproject shows what it shows on the host" \
+		cmp -s "$T/super.status" "$T/super-tar.view-status"
+	changes=$(delta_paths super-tar s1) || bail_out "eos-store delta of super-tar/s1 failed"
+	check "submodule, tar: git re-hashed nothing in the submodule" \
+		not has_path "$changes" .git/modules/sub/index
+
 	git -C "$T/super" config -f .git/modules/sub/config --unset core.worktree
 	doc=$(import_json super-nowt "$T/super") || bail_out "import of super-nowt failed"
 	check "submodule: without core.worktree its index is imported byte for byte" \
 		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 2
+	(cd "$T/super" && tar -cf "$T/super-nowt.tar" .) || bail_out "tar failed"
+	doc=$(import_json super-nowt-tar "$T/super-nowt.tar") || bail_out "import of super-nowt.tar failed"
+	check "submodule, tar: without core.worktree its index is imported byte for byte" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 2
+	check "submodule, tar: and as the archive holds it" \
+		index_kept super-nowt-tar "$T/super/.git/modules/sub/index" .git/modules/sub/index
 }
 
-# The index bytes of sandbox $1 equal the file $2.
+# The index bytes of sandbox $1 (at $3, default .git/index) equal the file $2.
 # shellcheck disable=SC2317 # called through check
 index_kept() {
-	eos_store --store "$S" cat --sandbox "$1" .git/index | cmp -s - "$2"
+	eos_store --store "$S" cat --sandbox "$1" "${3:-.git/index}" | cmp -s - "$2"
 }
 
 test_kept() {
