@@ -32,7 +32,9 @@ enum {
 struct fresh_ctx {
 	struct eos_changeset *cs;
 	int root_fd;
-	const char *top; /* the work tree's path in the import ("" for the root) */
+	const char *top;    /* the work tree's path in the import ("" for the root) */
+	int64_t index_s;    /* the index file's mtime, seconds */
+	int64_t racy_max_s; /* the newest mtime of a racily clean entry refreshed, or -1 */
 };
 
 bool
@@ -142,6 +144,31 @@ eos_import_git_blob_id(size_t oid_len, const void *p, int fd, uint64_t size, uin
 	return r < 0 ? r : eos_md_final(md, out);
 }
 
+/* Whether the host's file or symlink at path holds what the entry names (its object id). */
+static bool
+same_content(const struct fresh_ctx *c, const char *path, const struct eos_gitidx_entry *e,
+	     uint64_t size)
+{
+	uint8_t oid[EOS_DIGEST_LEN];
+	int r;
+
+	if (e->oid_len > sizeof(oid))
+		return false;
+	if ((e->stat.mode & S_IFMT) == S_IFLNK) {
+		char target[EOS_PATH_MAX + 1];
+		ssize_t n = readlinkat(c->root_fd, path, target, sizeof(target));
+
+		r = n >= 0 && (uint64_t)n == size
+			    ? eos_import_git_blob_id(e->oid_len, target, -1, size, oid)
+			    : -EIO;
+	} else {
+		cleanup_close int fd = openat(c->root_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+		r = fd < 0 ? -errno : eos_import_git_blob_id(e->oid_len, NULL, fd, size, oid);
+	}
+	return r == 0 && memcmp(oid, e->oid, e->oid_len) == 0;
+}
+
 static bool
 fresh(void *ctx, const struct eos_gitidx_entry *e, struct eos_gitidx_stat *view)
 {
@@ -154,9 +181,16 @@ fresh(void *ctx, const struct eos_gitidx_entry *e, struct eos_gitidx_stat *view)
 	if (eos_path_join(c->top, e->path, &full) < 0 ||
 	    !staged(c, full, e->stat.mode & S_IFMT, &attr, &size) ||
 	    fstatat(c->root_fd, full, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !host_matches(&sb, &e->stat, attr, size))
+	    !host_matches(&sb, &e->stat, attr, size) ||
+	    !eos_import_git_view(full, attr, size, e->stat.mode, view))
 		return false;
-	return eos_import_git_view(full, attr, size, e->stat.mode, view);
+	/* git trusts no entry written in the index's second: it re-reads it (racily clean) */
+	if ((int64_t)view->mtime_s < c->index_s)
+		return true;
+	if (!same_content(c, full, e, size))
+		return false;
+	c->racy_max_s = EOS_MAX(c->racy_max_s, (int64_t)view->mtime_s);
+	return true;
 }
 
 /*
@@ -167,7 +201,11 @@ static int
 stage_refreshed(struct eos_changeset *cs, int root_fd, const char *path, const char *top, int fd,
 		const struct stat *sb, size_t *refreshed, struct eos_error *err)
 {
-	struct fresh_ctx c = { .cs = cs, .root_fd = root_fd, .top = top };
+	struct fresh_ctx c = { .cs = cs,
+			       .root_fd = root_fd,
+			       .top = top,
+			       .index_s = sb->st_mtim.tv_sec,
+			       .racy_max_s = -1 };
 	struct eos_attr attr = eos_import_attr_from_stat(sb);
 	cleanup_free uint8_t *buf = malloc(sb->st_size ? (size_t)sb->st_size : 1);
 	int r;
@@ -183,6 +221,10 @@ stage_refreshed(struct eos_changeset *cs, int root_fd, const char *path, const c
 	r = eos_git_index_refresh(buf, (size_t)sb->st_size, fresh, &c, refreshed);
 	if (r == -ENOMEM)
 		return eos_import_no_memory(err);
+	/* the racily clean entries refreshed hold what git hashed: the index, as views show it, is
+	 * from the second after them, so that git trusts them */
+	if (r == 0 && c.racy_max_s >= 0)
+		attr.mtime_ns = (c.racy_max_s + 1) * NS;
 	return eos_changeset_put_file_mem(cs, path, &attr, buf, (size_t)sb->st_size, err);
 }
 

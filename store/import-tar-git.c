@@ -29,15 +29,18 @@
 #include "store/import-tar.h"
 
 enum {
+	NS = 1000000000,
 	MODE_TYPE = 0170000,
 	MODE_FILE = 0100000,
 	MODE_LINK = 0120000,
 };
 
-/* One work tree: the archive's nodes, the tree's path in the import. */
+/* One work tree: the archive's nodes, the tree's path in the import; its index's mtime. */
 struct work_tree {
 	struct tar_scan *s;
 	const char *top;
+	int64_t index_s;    /* the index's mtime in the archive, seconds */
+	int64_t racy_max_s; /* the newest mtime refreshed in or after that second, or -1 */
 };
 
 void
@@ -137,11 +140,13 @@ mark(void *ctx, const struct eos_gitidx_entry *e, struct eos_gitidx_stat *view)
 /* Run fn over the entries of the index node (ignoring an index the parser does not read). */
 static int
 each_entry(struct tar_scan *s, const struct tar_node *node, eos_gitidx_fresh_fn fn,
-	   size_t *refreshed, struct eos_error *err)
+	   size_t *refreshed, int64_t *racy_max_s, struct eos_error *err)
 {
 	cleanup_free char *top =
 		node->git_top ? strdup(node->git_top) : eos_import_git_work_tree(node->path);
-	struct work_tree w = { .s = s, .top = top };
+	struct work_tree w = {
+		.s = s, .top = top, .index_s = node->attr.mtime_ns / NS, .racy_max_s = -1
+	};
 	int r;
 
 	*refreshed = 0;
@@ -150,6 +155,7 @@ each_entry(struct tar_scan *s, const struct tar_node *node, eos_gitidx_fresh_fn 
 	r = eos_git_index_refresh(node->index, node->size, fn, &w, refreshed);
 	if (r == -ENOMEM)
 		return eos_import_no_memory(err);
+	*racy_max_s = r == 0 ? w.racy_max_s : -1;
 	return 0;
 }
 
@@ -159,6 +165,7 @@ eos_tar_git_plan(struct tar_scan *s, struct eos_error *err)
 	for (size_t i = 0; i < s->n; i++) {
 		struct tar_node *node = &s->nodes[i];
 		size_t none;
+		int64_t racy;
 		int r;
 
 		if (!node->index)
@@ -173,7 +180,7 @@ eos_tar_git_plan(struct tar_scan *s, struct eos_error *err)
 				return eos_import_no_memory(err);
 			continue;
 		}
-		if ((r = each_entry(s, node, mark, &none, err)) < 0)
+		if ((r = each_entry(s, node, mark, &none, &racy, err)) < 0)
 			return r;
 	}
 	return 0;
@@ -225,12 +232,18 @@ same_content(const struct tar_node *node, const struct eos_gitidx_entry *e, uint
 static bool
 fresh(void *ctx, const struct eos_gitidx_entry *e, struct eos_gitidx_stat *view)
 {
+	struct work_tree *w = ctx;
 	cleanup_free char *full = NULL;
-	const struct tar_node *node = entry_node(ctx, e, &full);
+	const struct tar_node *node = entry_node(w, e, &full);
 	uint64_t size;
 
-	return node && same_content(node, e, &size) &&
-	       eos_import_git_view(full, &node->attr, size, e->stat.mode, view);
+	if (!node || !same_content(node, e, &size) ||
+	    !eos_import_git_view(full, &node->attr, size, e->stat.mode, view))
+		return false;
+	/* racily clean for git unless the index is newer: its content was checked above */
+	if ((int64_t)view->mtime_s >= w->index_s)
+		w->racy_max_s = EOS_MAX(w->racy_max_s, (int64_t)view->mtime_s);
+	return true;
 }
 
 int
@@ -239,14 +252,20 @@ eos_tar_git_stage(struct tar_scan *s, struct eos_changeset *cs, struct eos_impor
 {
 	for (size_t i = 0; i < s->n; i++) {
 		struct tar_node *node = &s->nodes[i];
+		struct eos_attr attr = node->attr;
 		size_t refreshed;
+		int64_t racy;
 		int r;
 
 		if (!node->index)
 			continue;
-		if ((r = each_entry(s, node, fresh, &refreshed, err)) < 0 ||
-		    (r = eos_changeset_put_file_mem(cs, node->path, &node->attr, node->index,
-						    node->size, err)) < 0)
+		if ((r = each_entry(s, node, fresh, &refreshed, &racy, err)) < 0)
+			return r;
+		/* git trusts the racily clean entries refreshed once the index is newer */
+		if (racy >= 0)
+			attr.mtime_ns = (racy + 1) * NS;
+		r = eos_changeset_put_file_mem(cs, node->path, &attr, node->index, node->size, err);
+		if (r < 0)
 			return r;
 		ret->files++;
 		ret->bytes += node->size;

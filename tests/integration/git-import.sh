@@ -97,6 +97,68 @@ test_plain() {
 	check_view_status v2 s2 "" "$T/v2.status"
 }
 
+# Set the stat data of entry $2 of the SHA-1, version 2 index of work tree $1 to what the file
+# holds now, keeping the object id: git then takes the file as clean unless the entry is racily
+# clean (written in the index's second), when it reads the content again.
+restat_entry() {
+	python3 - "$1" "$2" <<'PY'
+import hashlib, os, struct, sys
+top, name = sys.argv[1], sys.argv[2].encode()
+path = os.path.join(top, '.git/index')
+data = bytearray(open(path, 'rb').read())
+assert data[:4] == b'DIRC' and struct.unpack('>I', data[4:8])[0] == 2
+at = 12
+for _ in range(struct.unpack('>I', data[8:12])[0]):
+    n = struct.unpack('>H', data[at + 60:at + 62])[0] & 0xfff
+    if bytes(data[at + 62:at + 62 + n]) == name:
+        st = os.lstat(os.path.join(top, sys.argv[2]))
+        data[at:at + 24] = struct.pack('>6I', int(st.st_ctime), st.st_ctime_ns % 10**9,
+                                       int(st.st_mtime), st.st_mtime_ns % 10**9,
+                                       st.st_dev & 0xffffffff, st.st_ino & 0xffffffff)
+        data[at + 36:at + 40] = struct.pack('>I', st.st_size)
+    at += (62 + n + 8) // 8 * 8
+body = bytes(data[:-20])
+open(path, 'wb').write(body + hashlib.sha1(body).digest())
+PY
+}
+
+# Racily clean entries (written in the index's second, here because the index's mtime is theirs,
+# as after a checkout): git reads such a file again whatever its stat data says, so the import
+# checks their content, refreshes those that hold what git hashed, and shows the index as
+# written a second after them, so that git trusts them in the view.
+test_racy() {
+	local doc
+	make_repo "$T/racy" || bail_out "git init failed"
+	touch -d '2020-01-01 00:00:00' "$T/racy/.git/index"
+	doc=$(import_json racy "$T/racy") || bail_out "import of racy failed"
+	check "racy: the four clean entries are refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 4
+	check_view_status racy s1 "" "$T/racy.status"
+	(cd "$T/racy" && tar -cf "$T/racy.tar" .) || bail_out "tar failed"
+	doc=$(import_json racy-tar "$T/racy.tar") || bail_out "import of racy.tar failed"
+	check "racy, tar: the four clean entries are refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 4
+	check_view_status racy-tar s1 "" "$T/racy.status"
+
+	# the classic racy case: new bytes of the same size within the second the index recorded
+	make_repo "$T/racy2" || bail_out "git init failed"
+	printf 'ALPHA\n' >"$T/racy2/a.txt"
+	touch -d '2020-01-01 00:00:00' "$T/racy2/a.txt"
+	restat_entry "$T/racy2" a.txt || bail_out "restat of a.txt failed"
+	touch -d '2020-01-01 00:00:00' "$T/racy2/.git/index"
+	cp -a "$T/racy2" "$T/racy2-host"
+	git -C "$T/racy2-host" status --porcelain >"$T/racy2.status"
+	check "racy: git on the host finds the changed bytes" grep -qxF ' M a.txt' "$T/racy2.status"
+	doc=$(import_json racy2 "$T/racy2") || bail_out "import of racy2 failed"
+	check "racy: an entry whose bytes changed within its second is not refreshed" \
+		test "$(json_get 'd["git_index_entries"]' <<<"$doc")" = 3
+	fs_mount "$T/mnt-racy2" "$S" racy2 s1 || bail_out "racy2: mount failed"
+	git -C "$T/mnt-racy2" status --porcelain >"$T/racy2.view-status"
+	fs_umount "$T/mnt-racy2" || bail_out "unmounting $T/mnt-racy2 failed"
+	check "racy: git status in the view finds the changed bytes too" \
+		cmp -s "$T/racy2.status" "$T/racy2.view-status"
+}
+
 # The control: files touched after git's last look keep the host's stat data, so git in the
 # view re-hashes them and rewrites the index (what every import did before).
 test_stale() {
@@ -333,6 +395,7 @@ test_tar() {
 
 test_plain
 test_stale
+test_racy
 test_versions
 test_nested
 test_submodule
