@@ -348,6 +348,41 @@ START_TEST(test_module_work_tree)
 }
 END_TEST
 
+/* Configs of random bytes (with the characters a config is made of, often): no crash, and a
+ * work tree, when one comes out, is a tree path inside the import. */
+START_TEST(test_module_random_configs)
+{
+	static const char alphabet[] = "[]core\"worktree = ../\\#;\n\r\t/ab.";
+	cleanup_free char *root = eos_test_tmpdir("git-module-rand"), *dir = NULL, *path = NULL;
+	unsigned seed = 7;
+	int fd;
+
+	ck_assert_int_ge(asprintf(&dir, "%s/.git/modules/s", root), 0);
+	ck_assert_int_eq(eos_mkdir_parents(dir, 0755, true), 0);
+	ck_assert_int_ge(asprintf(&path, "%s/config", dir), 0);
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	for (int round = 0; round < 3000; round++) {
+		char text[96];
+		size_t n = (size_t)rand_r(&seed) % sizeof(text);
+		cleanup_free char *got = NULL;
+
+		for (size_t i = 0; i < n; i++)
+			text[i] = rand_r(&seed) % 4
+					  ? alphabet[rand_r(&seed) % (sizeof(alphabet) - 1)]
+					  : (char)rand_r(&seed);
+		if (round % 3 == 0 && n > 24)
+			memcpy(text, "[core]\nworktree=../../..", 24);
+		eos_test_write_file(path, text, n, 0644);
+		ck_assert_int_eq(eos_import_module_work_tree(fd, ".git/modules/s/index", &got), 0);
+		if (got)
+			ck_assert_msg(eos_path_check(got, NULL) == 0, "round %d: '%s'", round, got);
+	}
+	close(fd);
+	eos_test_rm_rf(root);
+}
+END_TEST
+
 START_TEST(test_module_index_paths)
 {
 	ck_assert(eos_import_is_module_index(".git/modules/s/index"));
@@ -374,6 +409,7 @@ git_index_suite(void)
 	tc = tcase_create("modules");
 	tcase_add_test(tc, test_module_work_tree);
 	tcase_add_test(tc, test_module_index_paths);
+	tcase_add_test(tc, test_module_random_configs);
 	suite_add_tcase(s, tc);
 	return s;
 }
