@@ -83,21 +83,13 @@ recmap_set(struct eos_recmap *m, uint8_t op, const void *key, size_t klen, const
 int
 eos_recmap_add(struct eos_recmap *m, const void *ops, size_t len)
 {
-	struct eos_reader rd = { .p = ops, .left = len };
-	int r = 0;
+	const uint8_t *p = ops;
+	struct eos_session_op o;
+	int r;
 
-	while (r == 0 && rd.left > 0) {
-		const uint8_t *key, *val;
-		size_t klen, vlen;
-		uint8_t op;
-
-		r = eos_reader_u8(&rd, &op);
-		r = r ?: eos_reader_lp(&rd, EOS_RECMAP_KEY_MAX, &key, &klen);
-		r = r ?: eos_reader_lp(&rd, UINT32_MAX, &val, &vlen);
-		if (r == 0 && op != EOS_SESSION_OP_PUT && (op != EOS_SESSION_OP_DELETE || vlen))
-			r = -EBADMSG;
-		r = r ?: recmap_set(m, op, key, klen, val, vlen);
-	}
+	while ((r = eos_session_ops_next(&p, &len, &o)) > 0)
+		if ((r = recmap_set(m, o.op, o.key, o.klen, o.val, o.vlen)) < 0)
+			return r;
 	return r;
 }
 

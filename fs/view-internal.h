@@ -206,7 +206,6 @@ struct eos_flusher {
 
 /* pending.c: records journaled, not yet in the store (see there) */
 enum {
-	EOS_RECMAP_KEY_MAX = 1024,
 	EOS_PENDING_COMMIT_BYTES = 256 << 10, /* pending records this large are written (flusher) */
 };
 /* Key to its newest value or deletion (struct eos_rec, pending.c). Zero-filled is empty. */

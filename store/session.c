@@ -557,29 +557,46 @@ eos_session_batch_clear(struct eos_session_batch *b)
 	b->puts = b->freeing = false;
 }
 
+int
+eos_session_ops_next(const uint8_t **p, size_t *left, struct eos_session_op *ret)
+{
+	struct eos_reader rd = { .p = *p, .left = *left };
+	int r;
+
+	if (*left == 0)
+		return 0;
+	r = eos_reader_u8(&rd, &ret->op);
+	r = r ?: eos_reader_lp(&rd, DELTA_KEY_MAX, &ret->key, &ret->klen);
+	r = r ?: eos_reader_lp(&rd, UINT32_MAX, &ret->val, &ret->vlen);
+	if (r == 0 && (ret->klen == 0 || (ret->op != EOS_SESSION_OP_PUT &&
+					  (ret->op != EOS_SESSION_OP_DELETE || ret->vlen))))
+		r = -EBADMSG;
+	if (r < 0)
+		return r;
+	*p = rd.p;
+	*left = rd.left;
+	return 1;
+}
+
 /* The store's batch of b's records, their keys under the session's prefix. */
 static int
 build_kv(struct eos_session_batch *b, struct eos_kv_batch *kb)
 {
-	struct eos_reader rd = { .p = b->ops.data, .left = b->ops.len };
-	int r = 0;
+	const uint8_t *p = b->ops.data;
+	size_t left = b->ops.len;
+	struct eos_session_op o;
+	int r;
 
-	while (r == 0 && rd.left > 0) {
-		const uint8_t *key, *val;
-		size_t klen, vlen;
-		uint8_t op;
-
-		r = eos_reader_u8(&rd, &op);
-		r = r ?: eos_reader_lp(&rd, DELTA_KEY_MAX, &key, &klen);
-		r = r ?: eos_reader_lp(&rd, UINT32_MAX, &val, &vlen);
-		if (r < 0)
-			return r;
+	while ((r = eos_session_ops_next(&p, &left, &o)) > 0) {
 		eos_buf_truncate(&b->key, 0);
 		r = eos_buf_append(&b->key, b->prefix.data, b->prefix.len);
-		r = r ?: eos_buf_append(&b->key, key, klen);
-		if (r == 0 && op == EOS_SESSION_OP_PUT)
-			eos_kv_batch_put(kb, EOS_CF_SESSION, b->key.data, b->key.len, val, vlen);
-		else if (r == 0)
+		r = r ?: eos_buf_append(&b->key, o.key, o.klen);
+		if (r < 0)
+			return r;
+		if (o.op == EOS_SESSION_OP_PUT)
+			eos_kv_batch_put(kb, EOS_CF_SESSION, b->key.data, b->key.len, o.val,
+					 o.vlen);
+		else
 			eos_kv_batch_delete(kb, EOS_CF_SESSION, b->key.data, b->key.len);
 	}
 	return r;

@@ -654,6 +654,18 @@ enum {
 	EOS_SESSION_OP_DELETE = 'D'
 };
 const void *eos_session_batch_ops(const struct eos_session_batch *b, size_t *ret_len);
+/* One record of such a sequence (key and value borrowed from it). */
+struct eos_session_op {
+	uint8_t op;
+	const uint8_t *key, *val;
+	size_t klen, vlen;
+};
+/*
+ * Read the next record of the sequence at *p (*left bytes), advancing both: 1, 0 at its end, or
+ * -EBADMSG for a malformed record (an unknown op, a key of 0 or over 1024 bytes, a delete with
+ * a value, a length past the end).
+ */
+int eos_session_ops_next(const uint8_t **p, size_t *left, struct eos_session_op *ret);
 /* Whether b frees space (deletes only, or marked freeing): written at any fill level. */
 bool eos_session_batch_frees(const struct eos_session_batch *b);
 /* Whether the store has room for b now (-ENOSPC as eos_session_batch_write would refuse it). */
